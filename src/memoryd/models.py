@@ -1,0 +1,155 @@
+"""The records and results every layer speaks.
+
+One record type, :class:`MemoryRecord`, holds every memory whatever its origin:
+text written through the API, a chunk of a Markdown file, or a fact extracted
+from text. All of them live in one index and are found by one search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Origin(StrEnum):
+    API = "api"  # written as given by a caller
+    CHUNK = "chunk"  # a chunk of a Markdown file in a workspace
+    FACT = "fact"  # a fact extracted from text (LLM or offline extractor)
+
+
+class State(StrEnum):
+    ACTIVE = "active"
+    ARCHIVED = "archived"  # out of default search, still searchable on request
+    DELETED = "deleted"  # superseded or deleted; kept for history and restore
+
+
+class Event(StrEnum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    NONE = "NONE"
+    RESTORE = "RESTORE"
+    ARCHIVE = "ARCHIVE"
+
+
+class Source(BaseModel):
+    """Where a memory came from: a file and a 1-based inclusive line range."""
+
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+    @property
+    def citation(self) -> str:
+        if self.start_line is None:
+            return self.path
+        return f"{self.path}#L{self.start_line}-L{self.end_line or self.start_line}"
+
+
+class MemoryRecord(BaseModel):
+    """One memory. ``text`` is what the memory says; ``context`` is extra text
+    indexed with it (speaker, date, heading path) without changing ``text``."""
+
+    model_config = ConfigDict(frozen=False)
+
+    id: str
+    text: str
+    user_id: str
+    agent_id: str | None = None
+    run_id: str | None = None
+    category: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    origin: Origin = Origin.API
+    source: Source | None = None
+    context: str | None = None
+    state: State = State.ACTIVE
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    event_at: datetime | None = None  # when the remembered thing happened, if known
+    hash: str = ""
+    embedding: Any = Field(default=None, exclude=True, repr=False)  # np.ndarray | None
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.hash:
+            self.hash = content_hash(self.text)
+
+    @property
+    def index_text(self) -> str:
+        """The text that is embedded and keyword-indexed."""
+        return f"{self.context}\n{self.text}" if self.context else self.text
+
+
+class Filters(BaseModel):
+    """What a list or search is restricted to. ``None`` means "any"."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    categories: list[str] | None = None
+    origins: list[Origin] | None = None
+    states: list[State] = Field(default_factory=lambda: [State.ACTIVE])
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    source_path: str | None = None
+    long_term_only: bool = False  # run_id IS NULL
+    short_term_only: bool = False  # run_id IS NOT NULL
+
+
+class ScoreParts(BaseModel):
+    """Why a hit ranked where it did. All parts are in [0, 1]."""
+
+    vector: float = 0.0
+    keyword: float = 0.0
+    fused: float = 0.0
+    decay: float | None = None  # recency weight, when time decay was applied
+    rerank: float | None = None
+
+
+class SearchHit(BaseModel):
+    id: str
+    text: str
+    score: float
+    parts: ScoreParts
+    record: MemoryRecord
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.record.metadata
+
+    @property
+    def created_at(self) -> datetime:
+        return self.record.created_at
+
+
+class HistoryEntry(BaseModel):
+    id: int
+    memory_id: str
+    event: Event
+    old_text: str | None = None
+    new_text: str | None = None
+    old_metadata: dict[str, Any] | None = None
+    new_metadata: dict[str, Any] | None = None
+    actor: str | None = None
+    reason: str | None = None
+    created_at: datetime
+
+
+class MemoryEvent(BaseModel):
+    """The outcome of one fact in an ``add``: mem0's event shape."""
+
+    id: str | None
+    memory: str
+    event: Event
+    previous_memory: str | None = None

@@ -1,0 +1,144 @@
+"""One typed settings object.
+
+Sources, strongest first: constructor arguments, ``MEMORYD_*`` environment
+variables (nested with ``__``, e.g. ``MEMORYD_SEARCH__VECTOR_WEIGHT=0.6``), the
+TOML file named by ``MEMORYD_CONFIG`` or ``memoryd.toml`` in the working
+directory or in ``MEMORYD_HOME``, then defaults. Each backend owns its section.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("MEMORYD_HOME", "~/.memoryd")).expanduser()
+
+
+class StoreSettings(BaseModel):
+    """``url`` picks the backend: a file path or ``sqlite:///path`` for SQLite
+    (the default, under ``home``), ``postgresql://...`` for PostgreSQL."""
+
+    url: str = ""
+    busy_timeout_ms: int = 30_000
+
+
+class OnnxEmbedSettings(BaseModel):
+    """A local ONNX sentence-embedding model. ``model_dir`` holds ``*.onnx`` and
+    ``tokenizer.json``; empty means the bundled int8 all-MiniLM-L6-v2."""
+
+    model_dir: Path | None = None
+    model_name: str | None = None
+    pooling: Literal["mean", "cls"] = "mean"
+    max_tokens: int = 256
+    batch_size: int = 32
+    threads: int = 0  # 0: onnxruntime decides
+
+
+class OpenAIEmbedSettings(BaseModel):
+    """Any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM)."""
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    api_key: SecretStr = SecretStr("")
+    model: str = "nomic-embed-text"
+    dim: int | None = None  # learned from the first answer when not set
+    max_tokens: int = 512
+    batch_size: int = 64
+    timeout_s: float = 30.0
+
+
+class EmbedSettings(BaseModel):
+    provider: str = "onnx"
+    onnx: OnnxEmbedSettings = Field(default_factory=OnnxEmbedSettings)
+    openai: OpenAIEmbedSettings = Field(default_factory=OpenAIEmbedSettings)
+
+
+class SearchSettings(BaseModel):
+    vector_weight: float = 0.7
+    keyword_weight: float = 0.3
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    rrf_k: int = 60
+    candidate_multiplier: int = 4
+    min_candidates: int = 20
+    default_top_k: int = 5
+    max_top_k: int = 100
+    min_score: float = 0.0
+
+    @field_validator("vector_weight", "keyword_weight")
+    @classmethod
+    def _weight_in_range(cls, v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError("weights must be between 0 and 1")
+        return v
+
+
+class LimitSettings(BaseModel):
+    max_text_chars: int = 20_000
+    max_metadata_bytes: int = 16_384
+    max_metadata_depth: int = 8
+    max_id_chars: int = 128
+
+
+class ServerSettings(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = 8230
+    allow_remote_without_auth: bool = False
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEMORYD_",
+        env_nested_delimiter="__",
+        extra="ignore",
+    )
+
+    home: Path = Field(default_factory=default_home)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, v: Path) -> Path:
+        return v.expanduser()
+
+    @property
+    def store_url(self) -> str:
+        return self.store.url or str(self.home / "memoryd.db")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml = _config_file()
+        if toml is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
+        return tuple(sources)
+
+
+def _config_file() -> Path | None:
+    explicit = os.environ.get("MEMORYD_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    for candidate in (Path("memoryd.toml"), default_home() / "memoryd.toml"):
+        if candidate.is_file():
+            return candidate
+    return None

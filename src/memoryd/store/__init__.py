@@ -1,0 +1,136 @@
+"""Stores: one protocol, a registry keyed by URL scheme.
+
+A store persists :class:`~memoryd.models.MemoryRecord` rows with their
+embeddings and history, and answers keyword and vector candidate queries with
+scores normalised to [0, 1]. Fusion, decay and everything else above that is
+the search layer's job, so every backend behaves the same. The contract suite
+in ``tests/test_store_contract.py`` runs against every registered store.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import numpy as np
+
+from memoryd.errors import InvalidInputError
+from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, State
+from memoryd.settings import StoreSettings
+
+
+class Store(Protocol):
+    url: str
+
+    # -- lifecycle and small state -------------------------------------------------
+    def close(self) -> None: ...
+    def atomic(self) -> AbstractContextManager[None]:
+        """All writes inside commit together or not at all (re-entrant)."""
+        ...
+
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    # -- records ----------------------------------------------------------------------
+    def add(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        actor: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Insert records (each with ``embedding`` set) and their ADD history."""
+        ...
+
+    def get(self, memory_id: str) -> MemoryRecord | None: ...
+    def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
+    def existing_ids(self, ids: Sequence[str]) -> set[str]: ...
+
+    def update(
+        self,
+        record: MemoryRecord,
+        *,
+        event: Event = Event.UPDATE,
+        actor: str | None = None,
+        reason: str | None = None,
+    ) -> MemoryRecord:
+        """Replace text/metadata/embedding/scope of ``record.id``; history keeps the old."""
+        ...
+
+    def set_state(
+        self,
+        memory_id: str,
+        state: State,
+        *,
+        event: Event,
+        actor: str | None = None,
+        reason: str | None = None,
+    ) -> MemoryRecord: ...
+
+    def purge(self, filters: Filters) -> int:
+        """Hard-delete every record matching ``filters`` (any state) and its history."""
+        ...
+
+    def list(
+        self, filters: Filters, *, limit: int = 100, offset: int = 0, newest_first: bool = True
+    ) -> builtins.list[MemoryRecord]: ...
+    def iter_all(self, filters: Filters, batch: int = 1000) -> Iterator[MemoryRecord]: ...
+    def count(self, filters: Filters) -> int: ...
+    def counts_by(self, column: str, filters: Filters) -> dict[str, int]: ...
+    def history(self, memory_id: str) -> builtins.list[HistoryEntry]: ...
+    def find_by_hash(self, text_hash: str, filters: Filters) -> builtins.list[MemoryRecord]: ...
+
+    # -- retrieval --------------------------------------------------------------------
+    def keyword_search(
+        self, query: str, filters: Filters, limit: int
+    ) -> builtins.list[tuple[str, float]]:
+        """BM25 candidates, best first, scores in [0, 1]."""
+        ...
+
+    def vector_search(
+        self, vector: np.ndarray, filters: Filters, limit: int
+    ) -> builtins.list[tuple[str, float]]:
+        """Cosine candidates, best first, scores in [0, 1]."""
+        ...
+
+    def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``vector`` with the given records, in [0, 1]."""
+        ...
+
+    # -- embedding cache --------------------------------------------------------------
+    def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def cache_put(self, model: str, items: dict[str, np.ndarray]) -> None: ...
+
+    # -- key/value state for pipelines --------------------------------------------------
+    def kv_get(self, key: str) -> Any: ...
+    def kv_set(self, key: str, value: Any) -> None: ...
+
+
+StoreFactory = Callable[[str, StoreSettings], Store]
+_REGISTRY: dict[str, StoreFactory] = {}
+
+
+def register_store(scheme: str, factory: StoreFactory) -> None:
+    _REGISTRY[scheme] = factory
+
+
+def open_store(url: str, settings: StoreSettings | None = None) -> Store:
+    """Open the store a URL names: ``postgresql://...``; ``sqlite:///path`` or a path."""
+    settings = settings or StoreSettings()
+    scheme = url.split("://", 1)[0] if "://" in url else "sqlite"
+    if scheme == "postgres":
+        scheme = "postgresql"
+    if scheme == "postgresql" and scheme not in _REGISTRY:
+        import memoryd.store.postgres  # noqa: F401  (registers itself)
+    if scheme == "sqlite" and scheme not in _REGISTRY:
+        from memoryd.store import sqlite  # noqa: F401
+    try:
+        factory = _REGISTRY[scheme]
+    except KeyError:
+        raise InvalidInputError(
+            f"no store for URL scheme {scheme!r}",
+            "use a file path, sqlite:///path or postgresql://user@host/db",
+        ) from None
+    return factory(url, settings)

@@ -1,0 +1,136 @@
+"""Shared fixtures: the real local embedding model, real stores, a real server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memoryd.core import Memory
+from memoryd.embed import Embedder, create_embedder
+from memoryd.settings import EmbedSettings, Settings
+from memoryd.store import Store, open_store
+
+FULL = os.environ.get("MEMORYD_FULL") == "1"
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real bundled ONNX model, loaded once per test session."""
+    return create_embedder(EmbedSettings())
+
+
+def _store_params() -> list[str]:
+    params = ["sqlite"]
+    if os.environ.get("MEMORYD_TEST_PG_URL") or os.environ.get("MEMORYD_TEST_PG") == "1":
+        params.append("postgres")
+    return params
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("MEMORYD_TEST_PG_URL")
+    if url:
+        yield url
+        return
+    from tests.pgserver import start_pg
+
+    url, stop = start_pg(tmp_path_factory.mktemp("pg"))
+    yield url
+    stop()
+
+
+@pytest.fixture(params=_store_params())
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield str(tmp_path / "memoryd.db")
+        return
+    base = request.getfixturevalue("pg_url")
+    from tests.pgserver import fresh_database
+
+    yield fresh_database(base)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, store_url: str) -> Settings:
+    s = Settings(home=tmp_path / "home")
+    s.store.url = store_url
+    return s
+
+
+class FakeClock:
+    """A clock tests move by hand."""
+
+    def __init__(self, start: str = "2026-03-27T09:00:00+00:00") -> None:
+        from datetime import datetime
+
+        self.now = datetime.fromisoformat(start)
+
+    def __call__(self):  # type: ignore[no-untyped-def]
+        return self.now
+
+    def advance(self, **kwargs: float) -> None:
+        from datetime import timedelta
+
+        self.now = self.now + timedelta(**kwargs)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def memory(settings: Settings, embedder: Embedder, clock: FakeClock) -> Iterator[Memory]:
+    mem = Memory(settings, embedder=embedder, clock=clock)
+    yield mem
+    mem.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    """uvicorn serving an app on a free loopback port, in a thread."""
+
+    def __init__(self, app: object) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def live_server() -> Callable[[object], LiveServer]:
+    return LiveServer

@@ -1,0 +1,236 @@
+"""The Store contract: every backend passes this suite unchanged."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from memoryd.errors import InvalidInputError, NotFoundError
+from memoryd.models import Event, Filters, MemoryRecord, Origin, Source, State
+from memoryd.store import Store
+
+
+def vec(seed: int, dim: int = 8) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def rec(i: int, text: str, **kw: object) -> MemoryRecord:
+    r = MemoryRecord(id=f"m{i}", text=text, user_id=str(kw.pop("user_id", "alice")), **kw)  # type: ignore[arg-type]
+    r.embedding = vec(i)
+    return r
+
+
+def test_add_get_roundtrip(store: Store) -> None:
+    r = rec(
+        1,
+        "Uses PostgreSQL 16 on port 5432",
+        agent_id="dev",
+        run_id="2026-03-27",
+        category="environment",
+        metadata={"k": [1, {"x": "é"}]},
+        origin=Origin.CHUNK,
+        source=Source(path="memory/2026-03-27.md", start_line=3, end_line=9),
+        context="## Infra",
+    )
+    store.add([r])
+    got = store.get("m1")
+    assert got is not None
+    assert (got.text, got.agent_id, got.run_id, got.category) == (
+        r.text,
+        "dev",
+        "2026-03-27",
+        "environment",
+    )
+    assert got.metadata == {"k": [1, {"x": "é"}]}
+    assert got.origin == Origin.CHUNK and got.source == r.source and got.context == "## Infra"
+    assert got.hash == r.hash and got.state == State.ACTIVE
+    assert abs((got.created_at - r.created_at).total_seconds()) < 1e-3
+
+
+def test_get_unknown_is_none(store: Store) -> None:
+    assert store.get("nope") is None
+
+
+def test_duplicate_id_is_rejected_and_leaves_nothing(store: Store) -> None:
+    store.add([rec(1, "first")])
+    with pytest.raises(InvalidInputError):
+        store.add([rec(2, "second"), rec(1, "again")])
+    assert store.get("m2") is None  # the whole batch rolled back
+    assert store.keyword_search("second", Filters(), 10) == []
+    assert [i for i, _ in store.vector_search(vec(2), Filters(), 10)] == ["m1"]
+
+
+def test_list_filters_and_paging(store: Store) -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    store.add(
+        [
+            rec(
+                i,
+                f"note {i}",
+                user_id="alice" if i % 2 else "bob",
+                agent_id="dev" if i < 5 else "ops",
+                run_id=None if i % 3 else "2026-01-01",
+                category="task" if i == 4 else None,
+                created_at=t0 + timedelta(days=i),
+            )
+            for i in range(10)
+        ]
+    )
+    alice = store.list(Filters(user_id="alice"))
+    assert {r.id for r in alice} == {"m1", "m3", "m5", "m7", "m9"}
+    assert [r.id for r in alice] == ["m9", "m7", "m5", "m3", "m1"]  # newest first
+    assert [r.id for r in store.list(Filters(user_id="alice"), limit=2, offset=1)] == ["m7", "m5"]
+    assert {r.id for r in store.list(Filters(agent_id="ops"))} == {"m5", "m6", "m7", "m8", "m9"}
+    assert {r.id for r in store.list(Filters(long_term_only=True, user_id="bob"))} == {
+        "m2",
+        "m4",
+        "m8",
+    }
+    assert {r.id for r in store.list(Filters(short_term_only=True))} == {"m0", "m3", "m6", "m9"}
+    assert [r.id for r in store.list(Filters(categories=["task"]))] == ["m4"]
+    window = Filters(created_after=t0 + timedelta(days=2), created_before=t0 + timedelta(days=4))
+    assert {r.id for r in store.list(window)} == {"m2", "m3"}
+    assert store.count(Filters(user_id="bob")) == 5
+    assert store.counts_by("user_id", Filters()) == {"alice": 5, "bob": 5}
+
+
+def test_update_records_history_and_reindexes(store: Store) -> None:
+    store.add([rec(1, "the deploy uses blue green")], actor="tester")
+    r = store.get("m1")
+    assert r is not None
+    r.text = "the deploy uses canary releases"
+    r.embedding = vec(99)
+    store.update(r, actor="tester", reason="changed strategy")
+    assert store.get("m1").text == "the deploy uses canary releases"  # type: ignore[union-attr]
+    assert store.keyword_search("blue green", Filters(), 10) == []
+    assert store.keyword_search("canary", Filters(), 10)[0][0] == "m1"
+    assert store.vector_search(vec(99), Filters(), 1)[0][0] == "m1"
+    events = store.history("m1")
+    assert [e.event for e in events] == [Event.ADD, Event.UPDATE]
+    assert events[1].old_text == "the deploy uses blue green"
+    assert events[1].new_text == "the deploy uses canary releases"
+    assert events[1].actor == "tester" and events[1].reason == "changed strategy"
+
+
+def test_update_unknown_raises(store: Store) -> None:
+    with pytest.raises(NotFoundError):
+        store.update(rec(5, "ghost"))
+
+
+def test_soft_delete_hides_from_search_and_restore_brings_back(store: Store) -> None:
+    store.add([rec(1, "kiro-cli needs pty true"), rec(2, "unrelated")])
+    store.set_state("m1", State.DELETED, event=Event.DELETE, reason="obsolete")
+    assert [i for i, _ in store.keyword_search("kiro", Filters(), 10)] == []
+    assert "m1" not in [i for i, _ in store.vector_search(vec(1), Filters(), 10)]
+    assert store.get("m1").state == State.DELETED  # type: ignore[union-attr]
+    store.set_state("m1", State.ACTIVE, event=Event.RESTORE)
+    assert store.vector_search(vec(1), Filters(), 1)[0][0] == "m1"
+    assert [e.event for e in store.history("m1")] == [Event.ADD, Event.DELETE, Event.RESTORE]
+
+
+def test_archived_only_when_asked(store: Store) -> None:
+    store.add([rec(1, "old task about invoices")])
+    store.set_state("m1", State.ARCHIVED, event=Event.ARCHIVE)
+    assert store.keyword_search("invoices", Filters(), 10) == []
+    both = Filters(states=[State.ACTIVE, State.ARCHIVED])
+    assert store.keyword_search("invoices", both, 10)[0][0] == "m1"
+    assert store.vector_search(vec(1), both, 1)[0][0] == "m1"
+
+
+def test_purge_wipes_only_the_scope(store: Store) -> None:
+    store.add(
+        [
+            rec(1, "a", user_id="alice"),
+            rec(2, "b", user_id="bob"),
+            rec(3, "c", user_id="alice", agent_id="x"),
+        ]
+    )
+    assert store.purge(Filters(user_id="alice", agent_id="x")) == 1
+    assert store.get("m3") is None and store.history("m3") == []
+    assert store.purge(Filters(user_id="alice")) == 1
+    assert store.get("m2") is not None
+    assert [i for i, _ in store.vector_search(vec(1), Filters(), 10)] == ["m2"]
+
+
+def test_keyword_search_stems_normalises_and_scopes(store: Store) -> None:
+    store.add(
+        [
+            rec(1, "Alice prefers running in the morning"),
+            rec(2, "Bob ran a marathon", user_id="bob"),
+            rec(3, "Breakfast is at eight"),
+        ]
+    )
+    hits = store.keyword_search("runs", Filters(user_id="alice"), 10)
+    assert [i for i, _ in hits] == ["m1"]  # stemming: runs ~ running; bob is out of scope
+    assert all(0.0 <= s <= 1.0 for _, s in hits) and hits[0][1] == pytest.approx(1.0)
+    assert store.keyword_search('"; DROP TABLE memories; --', Filters(), 5) == []
+    assert store.keyword_search("   ", Filters(), 5) == []
+
+
+def test_vector_search_ranks_and_filters(store: Store) -> None:
+    store.add([rec(i, f"memory {i}", user_id="alice" if i < 5 else "bob") for i in range(10)])
+    hits = store.vector_search(vec(3), Filters(user_id="alice"), 3)
+    assert hits[0][0] == "m3" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert len(hits) == 3 and all(i in {f"m{k}" for k in range(5)} for i, _ in hits)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert store.vector_search(vec(3), Filters(user_id="carol"), 3) == []
+    scores = store.vector_scores(vec(3), ["m3", "m7", "missing"])
+    assert set(scores) == {"m3", "m7"} and scores["m3"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_find_by_hash(store: Store) -> None:
+    r = rec(1, "same words")
+    store.add([r])
+    assert [x.id for x in store.find_by_hash(r.hash, Filters(user_id="alice"))] == ["m1"]
+    assert store.find_by_hash(r.hash, Filters(user_id="bob")) == []
+
+
+def test_atomic_rolls_back_everything(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.atomic():
+        store.add([rec(1, "inside a failed transaction")])
+        store.kv_set("offset", 42)
+        raise RuntimeError("boom")
+    assert store.get("m1") is None and store.kv_get("offset") is None
+    assert store.keyword_search("transaction", Filters(), 5) == []
+
+
+def test_embedding_cache_and_kv(store: Store) -> None:
+    store.cache_put("model-a", {"h1": vec(1), "h2": vec(2)})
+    got = store.cache_get("model-a", ["h1", "h3"])
+    assert set(got) == {"h1"} and np.allclose(got["h1"], vec(1))
+    assert store.cache_get("model-b", ["h1"]) == {}
+    store.kv_set("digest:offset", {"file": "a.md", "bytes": 10})
+    assert store.kv_get("digest:offset") == {"file": "a.md", "bytes": 10}
+    store.set_meta("embed_model", "x")
+    assert store.get_meta("embed_model") == "x"
+
+
+def test_odd_unicode_roundtrips(store: Store) -> None:
+    text = "שלום עולם e\u0301 \U0001f600 日本語のメモ"
+    store.add([rec(1, text)])
+    assert store.get("m1").text == text  # type: ignore[union-attr]
+    assert store.keyword_search("日本語のメモ", Filters(), 5)[0][0] == "m1"
+
+
+def test_iter_all_visits_everything_once(store: Store) -> None:
+    store.add([rec(i, f"row {i}") for i in range(25)])
+    assert sorted(r.id for r in store.iter_all(Filters(), batch=7)) == sorted(
+        f"m{i}" for i in range(25)
+    )
+
+
+def test_second_handle_sees_writes_of_the_first(store: Store, store_url: str) -> None:
+    from memoryd.store import open_store
+
+    other = open_store(store_url)
+    try:
+        assert other.vector_search(vec(1), Filters(), 5) == []  # builds its index now
+        store.add([rec(1, "written by another process")])
+        assert other.vector_search(vec(1), Filters(), 5)[0][0] == "m1"
+        store.set_state("m1", State.DELETED, event=Event.DELETE)
+        assert other.vector_search(vec(1), Filters(), 5) == []
+    finally:
+        other.close()
