@@ -89,6 +89,23 @@ class LimitSettings(BaseModel):
     max_id_chars: int = 128
 
 
+class ApiKey(BaseModel):
+    """One API key. ``users``/``agents`` empty means any; ``admin`` may reset and see audit."""
+
+    name: str
+    key: SecretStr
+    admin: bool = False
+    users: list[str] = Field(default_factory=list)
+    agents: list[str] = Field(default_factory=list)
+
+
+class AuthSettings(BaseModel):
+    """No keys: the server is open and refuses to bind beyond loopback unless
+    ``server.allow_remote_without_auth`` is set."""
+
+    keys: list[ApiKey] = Field(default_factory=list)
+
+
 class ServerSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = 8230
@@ -108,6 +125,7 @@ class Settings(BaseSettings):
     search: SearchSettings = Field(default_factory=SearchSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
 
     @field_validator("home", mode="after")
     @classmethod
