@@ -112,6 +112,25 @@ class ServerSettings(BaseModel):
     allow_remote_without_auth: bool = False
 
 
+class McpSettings(BaseModel):
+    """The scope MCP tools act in. ``memoryd mcp`` (stdio) always uses it; over HTTP
+    (``/mcp``) the API key's users/agents narrow it, and the ``X-Memoryd-User`` /
+    ``X-Memoryd-Agent`` headers pick within the key's scope. Never a tool argument."""
+
+    user_id: str = "default"
+    agent_id: str | None = None
+
+
+class DiarySettings(BaseModel):
+    """Diary capture (``POST /v1/diary``): what counts as noise, how much is kept."""
+
+    min_chars: int = 16  # a turn with less conversation text than this is dropped
+    max_message_chars: int = 4_000  # longer messages keep head and tail
+    max_block_lines: int = 40  # longer code/tool-output blocks keep head and tail
+    max_messages: int = 200  # per request: send one turn, not the whole session
+    remember_turns: int = 500  # turn ids remembered per agent and day against retries
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMORYD_",
@@ -126,6 +145,8 @@ class Settings(BaseSettings):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    diary: DiarySettings = Field(default_factory=DiarySettings)
 
     @field_validator("home", mode="after")
     @classmethod

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 import memoryd
+from memoryd.api.routes_diary import router as diary_router
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
 from memoryd.settings import Settings
@@ -48,6 +49,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
             "counts": counts,
         }
 
+    app.include_router(diary_router)
     return app
 
 

@@ -1,0 +1,65 @@
+"""``POST /v1/diary``: an agent's finished turn, appended to its daily diary.
+
+This is what the OpenClaw plugin's ``agent_end`` hook calls after every turn
+(see ``integrations/openclaw``). The work is :func:`memoryd.pipelines.diary.capture`;
+this module only checks the caller's key and moves the call off the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from memoryd.api.auth import Principal, principal
+from memoryd.core import Memory
+from memoryd.pipelines import diary
+
+router = APIRouter(tags=["diary"])
+
+
+class DiaryMessage(BaseModel):
+    """One message as OpenClaw's ``agent_end`` event carries it: ``content`` is text
+    or a list of content blocks (only ``text`` blocks are kept)."""
+
+    role: str
+    content: Any = None
+
+
+class DiaryRequest(BaseModel):
+    agent_id: str = Field(description="the agent whose workspace diary gets the turn")
+    session_id: str | None = Field(default=None, description="shown in the section heading")
+    turn_id: str | None = Field(
+        default=None, description="idempotency key: a repeated turn id is not written twice"
+    )
+    user_id: str | None = Field(
+        default=None,
+        description="the user the agent works for (checked against the key's scope); "
+        "default: mcp.user_id",
+    )
+    messages: list[DiaryMessage] = Field(description="the finished turn's messages, in order")
+
+
+@router.post("/v1/diary")
+async def post_diary(
+    body: DiaryRequest, request: Request, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Append the turn as a ``## HH:MM`` section of ``memory/YYYY-MM-DD.md``.
+
+    Noise (greetings, heartbeats, tool chatter, tiny exchanges) is dropped and the
+    answer says so (``written: false, reason: "noise"``); that is not an error.
+    """
+    mem: Memory = request.app.state.memory
+    user_id = body.user_id or mem.settings.mcp.user_id
+    p.check(user_id, body.agent_id)
+    result = await run_in_threadpool(
+        diary.capture,
+        mem,
+        agent_id=body.agent_id,
+        session_id=body.session_id,
+        turn_id=body.turn_id,
+        messages=[m.model_dump() for m in body.messages],
+    )
+    return result.as_dict()
