@@ -131,6 +131,51 @@ class DiarySettings(BaseModel):
     remember_turns: int = 500  # turn ids remembered per agent and day against retries
 
 
+class WorkspaceSettings(BaseModel):
+    """The agents' Markdown workspaces (OpenClaw layout), owned by ``memoryd.workspace``.
+
+    An agent's workspace is ``agents[agent_id]`` when configured, else
+    ``{openclaw_dir}/workspace-{agent_id}`` when that directory exists (so an
+    existing OpenClaw install is picked up as is), else ``$MEMORYD_HOME/workspaces/{agent_id}``.
+    """
+
+    agents: dict[str, Path] = Field(default_factory=dict)  # agent id -> workspace path
+    openclaw_dir: Path = Path("~/.openclaw")
+    extra_paths: list[Path] = Field(default_factory=list)  # relative to each workspace, or absolute
+    user_id: str = "default"  # the user that owns workspace chunks
+    timezone: str = "UTC"  # which day "today" is for diaries and session notes
+    chunk_tokens: int = Field(default=400, ge=32)  # capped by the embedder's window
+    chunk_overlap: int = Field(default=80, ge=0)
+    max_file_bytes: int = 2_000_000  # bigger files are skipped with a logged reason
+    watch: bool = True  # `serve` re-indexes changed files
+    debounce_ms: int = 300  # quiet time before a burst of file changes is indexed
+    max_results: int = 6  # OpenClaw memory_search defaults
+    min_score: float = 0.35
+    mmr: bool = False  # maximal marginal relevance re-ranking of workspace hits
+    mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
+    snippet_chars: int = 700
+    context_chars: int = 20_000  # session-start context budget
+    session_messages: int = 15  # messages kept by POST /v1/sessions/end
+
+    @field_validator("agents", mode="after")
+    @classmethod
+    def _expand_agents(cls, v: dict[str, Path]) -> dict[str, Path]:
+        return {k: p.expanduser() for k, p in v.items()}
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, v: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {v!r}; use an IANA name like Europe/Lisbon"
+            ) from None
+        return v
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMORYD_",
@@ -145,6 +190,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     diary: DiarySettings = Field(default_factory=DiarySettings)
 
