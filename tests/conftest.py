@@ -51,9 +51,11 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield str(tmp_path / "memoryd.db")
         return
     base = request.getfixturevalue("pg_url")
-    from tests.pgserver import fresh_database
+    from tests.pgserver import drop_database, fresh_database
 
-    yield fresh_database(base)
+    url = fresh_database(base)
+    yield url
+    drop_database(url)  # ~8 MB each: do not keep hundreds
 
 
 @pytest.fixture

@@ -25,12 +25,26 @@ def default_home() -> Path:
     return Path(os.environ.get("MEMORYD_HOME", "~/.memoryd")).expanduser()
 
 
+class PostgresStoreSettings(BaseModel):
+    """PostgreSQL + pgvector (``store.url = postgresql://...``). Tables live in
+    their own schema, so memoryd can share a database with other programs."""
+
+    db_schema: str = Field(default="memoryd", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    pool_min: int = Field(default=1, ge=0)
+    pool_max: int = Field(default=10, ge=1)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    hnsw_m: int = Field(default=16, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
+    ef_search: int = Field(default=100, ge=1, le=1000)  # raised to the limit when smaller
+
+
 class StoreSettings(BaseModel):
     """``url`` picks the backend: a file path or ``sqlite:///path`` for SQLite
     (the default, under ``home``), ``postgresql://...`` for PostgreSQL."""
 
     url: str = ""
     busy_timeout_ms: int = 30_000
+    postgres: PostgresStoreSettings = Field(default_factory=PostgresStoreSettings)
 
 
 class OnnxEmbedSettings(BaseModel):
