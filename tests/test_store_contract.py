@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -234,3 +237,89 @@ def test_second_handle_sees_writes_of_the_first(store: Store, store_url: str) ->
         assert other.vector_search(vec(1), Filters(), 5) == []
     finally:
         other.close()
+
+
+# -- run locks: exactly one holder across handles and processes ----------------------------
+
+_LOCK_CHILD = """
+import sys
+from memoryd.store import open_store
+
+store = open_store(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+with store.run_lock("nightly-dream", ttl_s=float(sys.argv[2])) as got:
+    print("won" if got else "lost", flush=True)
+    sys.stdin.readline()
+store.close()
+"""
+
+
+def _lock_child(store_url: str, ttl_s: float = 3600) -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _LOCK_CHILD, store_url, str(ttl_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    return child
+
+
+def _say(child: subprocess.Popen[str], line: str) -> None:
+    assert child.stdin is not None
+    child.stdin.write(line + "\n")
+    child.stdin.flush()
+
+
+def test_run_lock_is_exclusive_until_released(store: Store, store_url: str) -> None:
+    from memoryd.store import open_store
+
+    other = open_store(store_url)
+    try:
+        with store.run_lock("digest") as got:
+            assert got is True
+            with other.run_lock("digest") as again:
+                assert again is False
+            with store.run_lock("digest") as same_handle:
+                assert same_handle is False  # not re-entrant: one holder, full stop
+            with other.run_lock("dream") as different:
+                assert different is True
+        with other.run_lock("digest") as after:
+            assert after is True
+    finally:
+        other.close()
+
+
+def test_two_processes_contend_and_exactly_one_wins(store_url: str) -> None:
+    children = [_lock_child(store_url), _lock_child(store_url)]
+    try:
+        for child in children:
+            _say(child, "go")
+        results = sorted(c.stdout.readline().strip() for c in children)  # type: ignore[union-attr]
+        assert results == ["lost", "won"]
+        for child in children:
+            _say(child, "done")
+            assert child.wait(timeout=30) == 0
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+
+
+def test_a_crashed_holder_releases_the_lock(store: Store, store_url: str) -> None:
+    child = _lock_child(store_url, ttl_s=0.5)
+    _say(child, "go")
+    assert child.stdout is not None and child.stdout.readline().strip() == "won"
+    with store.run_lock("nightly-dream") as got:
+        assert got is False
+    child.kill()  # SIGKILL: no cleanup runs
+    child.wait()
+    deadline = time.monotonic() + 15
+    while True:  # a real process died, so real time passes: PostgreSQL ends its session,
+        with store.run_lock("nightly-dream") as got:  # SQLite lets the lease lapse
+            if got:
+                break
+        assert time.monotonic() < deadline, "the dead holder's lock was never released"
+        time.sleep(0.05)

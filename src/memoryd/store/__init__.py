@@ -107,6 +107,45 @@ class Store(Protocol):
     def kv_get(self, key: str) -> Any: ...
     def kv_set(self, key: str, value: Any) -> None: ...
 
+    def run_lock(self, name: str, ttl_s: float = 3600) -> AbstractContextManager[bool]:
+        """Yield True if this caller holds lock ``name`` for the block, False if another
+        handle (in any process) holds it. For "exactly one server runs this job".
+
+        A holder that dies releases it (PostgreSQL: with its session; SQLite: after
+        ``ttl_s`` seconds, so make that longer than the job). Take it outside ``atomic()``.
+        """
+        ...
+
+    # -- bulk copy (``memoryd store migrate``) ----------------------------------------------
+    def export_memories(
+        self, after: int, limit: int
+    ) -> tuple[builtins.list[MemoryRecord], builtins.list[HistoryEntry], int]:
+        """Up to ``limit`` records (any state, with embeddings) in insertion order after
+        cursor ``after`` (0: from the start), their history oldest first, and the cursor
+        to continue from."""
+        ...
+
+    def import_memories(
+        self, records: Sequence[MemoryRecord], history: Sequence[HistoryEntry]
+    ) -> int:
+        """Insert records exactly as given (state, timestamps, hash, embedding) with their
+        history, in one transaction. Ids already present are skipped, history and all.
+        Returns how many were inserted."""
+        ...
+
+    def export_cache(
+        self, after: tuple[str, str] | None, limit: int
+    ) -> builtins.list[tuple[str, str, np.ndarray]]:
+        """Embedding cache entries ``(model, hash, vector)`` ordered by (model, hash)."""
+        ...
+
+    def import_cache(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None: ...
+    def kv_items(self) -> dict[str, Any]: ...
+    def meta_items(self) -> dict[str, str]: ...
+    def totals(self) -> dict[str, int]:
+        """Row counts: ``memories`` (any state), ``history``, ``cache``, ``kv``."""
+        ...
+
 
 StoreFactory = Callable[[str, StoreSettings], Store]
 _REGISTRY: dict[str, StoreFactory] = {}

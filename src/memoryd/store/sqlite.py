@@ -18,6 +18,7 @@ import re
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -141,8 +142,16 @@ def _m001_initial(db: sqlite3.Connection) -> None:
     )
 
 
+def _m002_locks(db: sqlite3.Connection) -> None:
+    """Run locks for pipelines shared by several processes (see ``run_lock``)."""
+    db.execute(
+        "CREATE TABLE locks (name TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL)"
+    )
+
+
 MIGRATIONS: builtins.list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
+    ("002_locks", _m002_locks),
 ]
 
 
@@ -304,6 +313,30 @@ class SQLiteStore:
     def kv_set(self, key: str, value: Any) -> None:
         with self._write() as db:
             db.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (key, json.dumps(value)))
+
+    @contextmanager
+    def run_lock(self, name: str, ttl_s: float = 3600) -> Iterator[bool]:
+        """Yield True if this caller holds ``name`` for the block, False if another does.
+
+        A row in ``locks``, taken inside ``BEGIN IMMEDIATE`` so two processes never
+        both win. A holder that crashed cannot release it, so it lapses after
+        ``ttl_s`` seconds: make that longer than the job. Take it outside ``atomic()``.
+        """
+        owner = uuid.uuid4().hex
+        with self._write() as db:
+            now = time.time()
+            row = db.execute("SELECT expires_at FROM locks WHERE name=?", (name,)).fetchone()
+            got = row is None or row[0] <= now
+            if got:
+                db.execute(
+                    "INSERT OR REPLACE INTO locks VALUES (?, ?, ?)", (name, owner, now + ttl_s)
+                )
+        try:
+            yield got
+        finally:
+            if got:
+                with self._write() as db:
+                    db.execute("DELETE FROM locks WHERE name=? AND owner=?", (name, owner))
 
     # -- rows -------------------------------------------------------------------------------
     def _row_to_record(self, row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
@@ -593,21 +626,22 @@ class SQLiteStore:
                 " actor, reason, created_at FROM history WHERE memory_id=? ORDER BY id",
                 (memory_id,),
             ).fetchall()
-        return [
-            HistoryEntry(
-                id=r[0],
-                memory_id=r[1],
-                event=Event(r[2]),
-                old_text=r[3],
-                new_text=r[4],
-                old_metadata=json.loads(r[5]) if r[5] else None,
-                new_metadata=json.loads(r[6]) if r[6] else None,
-                actor=r[7],
-                reason=r[8],
-                created_at=_dt(r[9]),
-            )
-            for r in rows
-        ]
+        return [self._history_entry(r) for r in rows]
+
+    @staticmethod
+    def _history_entry(r: tuple[Any, ...]) -> HistoryEntry:
+        return HistoryEntry(
+            id=r[0],
+            memory_id=r[1],
+            event=Event(r[2]),
+            old_text=r[3],
+            new_text=r[4],
+            old_metadata=json.loads(r[5]) if r[5] else None,
+            new_metadata=json.loads(r[6]) if r[6] else None,
+            actor=r[7],
+            reason=r[8],
+            created_at=_dt(r[9]),
+        )
 
     def find_by_hash(self, text_hash: str, filters: Filters) -> builtins.list[MemoryRecord]:
         where, params = self._where(filters)
@@ -760,6 +794,123 @@ class SQLiteStore:
                 "INSERT OR IGNORE INTO embed_cache VALUES (?, ?, ?)",
                 [(model, h, _pack(v)) for h, v in items.items()],
             )
+
+    # -- bulk copy (memoryd store migrate) --------------------------------------------------------
+    def export_memories(
+        self, after: int, limit: int
+    ) -> tuple[builtins.list[MemoryRecord], builtins.list[HistoryEntry], int]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT rowid, {_COLUMNS}, embedding FROM memories WHERE rowid > ?"
+                " ORDER BY rowid LIMIT ?",
+                (after, limit),
+            ).fetchall()
+            if not rows:
+                return [], [], after
+            ids = [r[1] for r in rows]
+            history: builtins.list[HistoryEntry] = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                history.extend(
+                    self._history_entry(h)
+                    for h in self._db.execute(
+                        "SELECT id, memory_id, event, old_text, new_text, old_metadata,"
+                        " new_metadata, actor, reason, created_at FROM history"
+                        f" WHERE memory_id IN ({marks}) ORDER BY id",
+                        chunk,
+                    )
+                )
+        records = []
+        for row in rows:
+            record = self._row_to_record(row[1:18])
+            if row[18] is not None:
+                record.embedding = np.frombuffer(row[18], dtype=np.float32).copy()
+            records.append(record)
+        history.sort(key=lambda h: h.id)
+        return records, history, int(rows[-1][0])
+
+    def import_memories(
+        self, records: Sequence[MemoryRecord], history: Sequence[HistoryEntry]
+    ) -> int:
+        inserted: set[str] = set()
+        owner = {r.id: r.user_id for r in records}
+        with self._write() as db:
+            for r in records:
+                cursor = db.execute(
+                    "INSERT OR IGNORE INTO memories (id, text, index_text, user_id, agent_id,"
+                    " run_id, category, metadata, origin, source_path, source_start, source_end,"
+                    " context, state, created_at, updated_at, event_at, hash, embedding)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    self._values(r),
+                )
+                if cursor.rowcount:
+                    inserted.add(r.id)
+            db.executemany(
+                "INSERT INTO history (memory_id, user_id, event, old_text, new_text,"
+                " old_metadata, new_metadata, actor, reason, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        h.memory_id,
+                        owner[h.memory_id],
+                        str(h.event),
+                        h.old_text,
+                        h.new_text,
+                        None
+                        if h.old_metadata is None
+                        else json.dumps(h.old_metadata, ensure_ascii=False),
+                        None
+                        if h.new_metadata is None
+                        else json.dumps(h.new_metadata, ensure_ascii=False),
+                        h.actor,
+                        h.reason,
+                        h.created_at.timestamp(),
+                    )
+                    for h in history
+                    if h.memory_id in inserted
+                ],
+            )
+        return len(inserted)
+
+    def export_cache(
+        self, after: tuple[str, str] | None, limit: int
+    ) -> builtins.list[tuple[str, str, np.ndarray]]:
+        model, text_hash = after or ("", "")
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT model, hash, vector FROM embed_cache WHERE (model, hash) > (?, ?)"
+                " ORDER BY model, hash LIMIT ?",
+                (model, text_hash, limit),
+            ).fetchall()
+        return [(m, h, np.frombuffer(v, dtype=np.float32).copy()) for m, h, v in rows]
+
+    def import_cache(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        if not items:
+            return
+        with self._write() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO embed_cache VALUES (?, ?, ?)",
+                [(m, h, _pack(v)) for m, h, v in items],
+            )
+
+    def kv_items(self) -> dict[str, Any]:
+        with self._lock:
+            rows = self._db.execute("SELECT key, value FROM kv ORDER BY key").fetchall()
+        return {k: json.loads(v) for k, v in rows}
+
+    def meta_items(self) -> dict[str, str]:
+        with self._lock:
+            rows = self._db.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
+        return {k: v for k, v in rows}
+
+    def totals(self) -> dict[str, int]:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM history),"
+                " (SELECT count(*) FROM embed_cache), (SELECT count(*) FROM kv)"
+            ).fetchone()
+        return {"memories": row[0], "history": row[1], "cache": row[2], "kv": row[3]}
 
     # -- maintenance ------------------------------------------------------------------------------
     def integrity_check(self) -> builtins.list[str]:
