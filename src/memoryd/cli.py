@@ -18,6 +18,7 @@ from rich.table import Table
 
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
+from memoryd.mcp.cli import register as register_mcp
 from memoryd.models import HistoryEntry, MemoryRecord, SearchHit
 from memoryd.settings import Settings
 
@@ -275,6 +276,9 @@ def serve(
     except MemorydError as exc:
         _fail(exc)
     uvicorn.run(application, host=settings.server.host, port=settings.server.port, log_level="info")
+
+
+register_mcp(app)
 
 
 def main() -> None:

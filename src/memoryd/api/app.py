@@ -50,6 +50,9 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
         }
 
     app.include_router(diary_router)
+    from memoryd.mcp.server import mount as mount_mcp  # lazy: the MCP SDK imports api.auth
+
+    mount_mcp(app, mem)
     return app
 
 

@@ -1,0 +1,361 @@
+"""The MCP tools: what an agent can do with its memory, described for a model.
+
+Each tool is a thin call into :class:`memoryd.Memory` (or the workspace
+reader) within the connection's :class:`~memoryd.mcp.scope.Scope`. The
+descriptions are the instructions a model reads to decide when to call a tool
+and what to pass, so they say *when* as much as *what*.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Annotated, Any, Literal, TypeVar, cast
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from memoryd.core import Memory
+from memoryd.errors import MemorydError, NotFoundError, PermissionDeniedError
+from memoryd.mcp.scope import Scope
+from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
+
+#: The categories a model picks from (seed 000's table, plus ``task``).
+CATEGORIES: dict[str, str] = {
+    "decision": "a technical or product decision and its reason",
+    "preference": "how the user likes things done (style, language, tools)",
+    "environment": "hosts, ports, paths, accounts, configuration",
+    "project": "project status, progress, owners, deadlines",
+    "experience": "a pitfall hit and how it was resolved (shared with every agent)",
+    "procedural": "a correct how-to, step by step (shared with every agent)",
+    "task": "a finished or open work item",
+    "short_term": "today's working context; consolidated nightly, not kept as is",
+}
+
+Tier = Literal["long_term", "short_term"]
+SearchTier = Literal["combined", "long_term", "short_term"]
+Category = Literal[
+    "decision",
+    "preference",
+    "environment",
+    "project",
+    "experience",
+    "procedural",
+    "task",
+    "short_term",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def tool_errors(fn: _F) -> _F:
+    """Turn memoryd's named errors into MCP tool errors a model can act on.
+
+    The text carries the error's name, what happened and the hint, e.g.
+    ``NotFoundError: no memory with id x. Hint: check the id with memory_list``.
+    Anything else propagates, and the SDK reports it as an unexpected error.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MemorydError as exc:
+            hint = f" Hint: {exc.hint}" if exc.hint else ""
+            raise ToolError(f"{type(exc).__name__}: {exc.message}.{hint}") from exc
+
+    return cast(_F, wrapper)
+
+
+class MemoryTools:
+    """The tools of one MCP server. ``scope_of`` maps a call's context to its scope."""
+
+    def __init__(self, memory: Memory, scope_of: Callable[[Context], Scope]) -> None:
+        self.memory = memory
+        self.scope_of = scope_of
+
+    # -- reading --------------------------------------------------------------------------
+    @tool_errors
+    def memory_search(
+        self,
+        query: Annotated[
+            str, Field(description="what to look for: a question, topic or identifier")
+        ],
+        ctx: Context,
+        top_k: Annotated[int, Field(ge=1, le=50, description="how many hits to return")] = 8,
+        tier: Annotated[
+            SearchTier,
+            Field(
+                description="combined (default): long-term memory plus the last recent_days of "
+                "short-term notes; long_term or short_term alone"
+            ),
+        ] = "combined",
+        category: Annotated[
+            Category | None, Field(description="only memories of this category")
+        ] = None,
+        recent_days: Annotated[
+            int, Field(ge=1, le=365, description="how far back short-term notes count")
+        ] = 7,
+        min_score: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="drop hits scoring below this (0-1); default: none"),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Search memory: facts, decisions, preferences, lessons, recent notes and the
+        agent's Markdown memory files, ranked by meaning and exact words together.
+
+        Call it BEFORE answering anything about prior work, decisions, dates, people,
+        preferences, environments, or open tasks, and at the start of every task
+        ("what do I already know about X?"). Query in plain language, or with exact
+        identifiers (ticket ids, hostnames, ports, error codes) when you have them.
+        Each hit has a score with its parts (vector = meaning, keyword = exact words,
+        decay = recency weight), a memory_type (long_term, short_term, shared: shared
+        hits come from other agents' lessons) and, for file excerpts, a citation
+        like memory/2026-03-27.md#L12-L30 that memory_get can open.
+        """
+        scope = self.scope_of(ctx)
+        hits = self._search(scope, query, top_k, tier, category, recent_days, min_score)
+        return {"scope": scope.as_dict(), "results": [hit_json(h) for h in hits]}
+
+    @tool_errors
+    def memory_list(
+        self,
+        ctx: Context,
+        category: Annotated[Category | None, Field(description="only this category")] = None,
+        tier: Annotated[Tier | None, Field(description="only long_term or short_term")] = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        """List stored memories, newest first (not a search: use memory_search to find
+        something). Useful to review what is remembered in a category, e.g. every
+        open task or every preference, or to find an id to update or delete."""
+        scope = self.scope_of(ctx)
+        filters = Filters(
+            categories=[category] if category else None,
+            long_term_only=tier == "long_term",
+            short_term_only=tier == "short_term",
+        )
+        records = self.memory.list(
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            limit=limit,
+            offset=offset,
+            filters=filters,
+        )
+        return {"scope": scope.as_dict(), "results": [record_json(r) for r in records]}
+
+    @tool_errors
+    def memory_history(
+        self,
+        memory_id: Annotated[str, Field(description="the id from memory_search or memory_list")],
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """Every change to one memory, oldest first: when it was added, updated (old and
+        new text), deleted or restored, by whom and why. Use it to see how a fact
+        evolved or to recover what a memory said before an update."""
+        scope = self.scope_of(ctx)
+        self._readable(scope, memory_id)
+        entries = self.memory.history(memory_id)
+        return {"id": memory_id, "history": [e.model_dump(mode="json") for e in entries]}
+
+    # -- writing --------------------------------------------------------------------------
+    @tool_errors
+    def memory_add(
+        self,
+        text: Annotated[
+            str,
+            Field(
+                description="one self-contained fact with its identifiers, e.g. 'Deploys go "
+                "through ArgoCD on cluster prod-eu-1'"
+            ),
+        ],
+        category: Annotated[
+            Category,
+            Field(
+                description="decision | preference | environment | project | experience | "
+                "procedural | task | short_term"
+            ),
+        ],
+        ctx: Context,
+        tier: Annotated[
+            Tier,
+            Field(
+                description="long_term (default): kept until changed; short_term: today's "
+                "context, consolidated into long-term memory by the nightly dream"
+            ),
+        ] = "long_term",
+    ) -> dict[str, Any]:
+        """Remember something for later sessions. Write when a decision is made, a
+        preference is stated, an environment detail is learned (host, port, path), a
+        task is finished, or a mistake teaches a lesson. One self-contained fact per
+        call, with names and identifiers, readable without this conversation.
+
+        Categories: decision (a choice and why), preference (how the user likes
+        things), environment (hosts, ports, paths, configs), project (status,
+        progress), experience (a pitfall and its fix; every agent sees it),
+        procedural (a correct how-to; every agent sees it), task (work done or
+        open), short_term (today's context). Search first: if the fact is already
+        there but changed, use memory_update instead. Never store secrets
+        (passwords, tokens, keys) or small talk.
+        """
+        scope = self.scope_of(ctx)
+        run_id = self._today() if tier == "short_term" or category == "short_term" else None
+        events = self.memory.add(
+            text,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            run_id=run_id,
+            category=category,
+            actor=scope.actor,
+        )
+        return {
+            "results": [e.model_dump(mode="json") for e in events],
+            "tier": "short_term" if run_id else "long_term",
+        }
+
+    @tool_errors
+    def memory_update(
+        self,
+        memory_id: Annotated[str, Field(description="the id from memory_search or memory_list")],
+        ctx: Context,
+        text: Annotated[str | None, Field(description="the corrected, complete fact")] = None,
+        category: Annotated[Category | None, Field(description="a new category")] = None,
+        reason: Annotated[str | None, Field(description="why it changed, kept in history")] = None,
+    ) -> dict[str, Any]:
+        """Correct or refresh a memory when a fact changed (a port moved, a decision was
+        reversed, a task finished). Pass the whole new text, not a diff; the old
+        version stays in memory_history. Only memories of this agent can be changed."""
+        scope = self.scope_of(ctx)
+        record = self._owned(scope, memory_id)
+        metadata = {"category": category} if category else None
+        new = self.memory.update(
+            record.id,
+            text,
+            metadata=metadata,
+            user_id=scope.user_id,
+            actor=scope.actor,
+            reason=reason,
+        )
+        return {"result": record_json(new)}
+
+    @tool_errors
+    def memory_delete(
+        self,
+        memory_id: Annotated[str, Field(description="the id from memory_search or memory_list")],
+        ctx: Context,
+        reason: Annotated[str | None, Field(description="why, kept in history")] = None,
+    ) -> dict[str, Any]:
+        """Delete a memory that is wrong or obsolete and has no corrected version (when
+        it has one, use memory_update). The memory leaves search but stays in
+        memory_history and can be restored by an operator."""
+        scope = self.scope_of(ctx)
+        record = self._owned(scope, memory_id)
+        self.memory.delete(record.id, user_id=scope.user_id, actor=scope.actor, reason=reason)
+        return {"id": record.id, "deleted": True}
+
+    # -- helpers --------------------------------------------------------------------------
+    def _search(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int,
+        tier: str,
+        category: str | None,
+        recent_days: int,
+        min_score: float | None,
+    ) -> list[SearchHit]:
+        categories = [category] if category else None
+        since = self.memory.clock() - timedelta(days=recent_days)
+        passes: list[Filters] = []
+        if tier in ("combined", "long_term"):
+            passes.append(Filters(categories=categories, long_term_only=True))
+        if tier in ("combined", "short_term"):
+            passes.append(Filters(categories=categories, short_term_only=True, created_after=since))
+        hits: dict[str, SearchHit] = {}
+        for filters in passes:
+            for hit in self.memory.search(
+                query,
+                user_id=scope.user_id,
+                agent_id=scope.agent_id,
+                top_k=top_k,
+                min_score=min_score,
+                filters=filters,
+            ):
+                hits.setdefault(hit.id, hit)
+        return sorted(hits.values(), key=lambda h: h.score, reverse=True)[:top_k]
+
+    def _readable(self, scope: Scope, memory_id: str) -> MemoryRecord:
+        return self._get(scope, memory_id, include_deleted=True)
+
+    def _owned(self, scope: Scope, memory_id: str) -> MemoryRecord:
+        record = self._get(scope, memory_id, include_deleted=False)
+        if record.origin == Origin.CHUNK:
+            where = record.source.citation if record.source else "its Markdown file"
+            raise PermissionDeniedError(
+                f"memory {memory_id} is an excerpt of {where}",
+                "edit the Markdown file itself; the index follows the file",
+            )
+        return record
+
+    def _get(self, scope: Scope, memory_id: str, *, include_deleted: bool) -> MemoryRecord:
+        """The record, or the same NotFoundError whether it is missing or out of scope."""
+        try:
+            record = self.memory.get(
+                memory_id, user_id=scope.user_id, include_deleted=include_deleted
+            )
+        except NotFoundError:
+            raise _not_found(memory_id) from None
+        if not scope.owns(record):
+            raise _not_found(memory_id)
+        return record
+
+    def _today(self) -> str:
+        return f"{self.memory.clock():%Y-%m-%d}"
+
+
+def _not_found(memory_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"no memory with id {memory_id} in this agent's scope",
+        "take the id from memory_search or memory_list",
+    )
+
+
+def memory_type(record: MemoryRecord) -> str:
+    if record.run_id:
+        return "short_term"
+    return "long_term"
+
+
+def hit_json(hit: SearchHit) -> dict[str, Any]:
+    record = hit.record
+    out: dict[str, Any] = {
+        "id": hit.id,
+        "memory": hit.text,
+        "score": round(hit.score, 6),
+        "parts": hit.parts.model_dump(exclude_none=True),
+        "memory_type": memory_type(record),
+        "category": record.category,
+        "agent_id": record.agent_id,
+        "created_at": record.created_at.isoformat(),
+    }
+    if record.source is not None:
+        out["citation"] = record.source.citation
+    return out
+
+
+def record_json(record: MemoryRecord) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": record.id,
+        "memory": record.text,
+        "category": record.category,
+        "memory_type": memory_type(record),
+        "agent_id": record.agent_id,
+        "state": str(record.state),
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+    }
+    if record.source is not None:
+        out["citation"] = record.source.citation
+    return out

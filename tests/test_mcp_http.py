@@ -1,0 +1,179 @@
+"""The MCP server at /mcp of a real ``memoryd serve``, driven by the SDK's client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from memoryd.api import create_app
+from memoryd.core import Memory
+from memoryd.settings import ApiKey
+from tests.mcp_client import McpSession
+
+WRITE_TOOLS = {"memory_add", "memory_update", "memory_delete"}
+
+
+@pytest.fixture
+def server(
+    memory: Memory, live_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
+    with live_server(create_app(memory=memory)) as srv:
+        yield srv
+
+
+def session(server: Any, **headers: str) -> McpSession:
+    return McpSession.http(f"{server.url}/mcp", headers)
+
+
+def test_tools_are_listed_with_guidance_and_no_scope_arguments(server) -> None:  # type: ignore[no-untyped-def]
+    with session(server) as s:
+        tools = s.tools()
+    assert {"memory_search", "memory_add", "memory_update", "memory_delete", "memory_list",
+            "memory_history"} <= set(tools)  # fmt: skip
+    for name, tool in tools.items():
+        props = tool.input_schema.get("properties", {})
+        assert not {"user_id", "agent_id", "user", "agent", "run_id"} & set(props), name
+        assert len(tool.description) > 120, name
+        assert tool.annotations.read_only_hint is (name not in WRITE_TOOLS), name
+    assert "BEFORE answering" in tools["memory_search"].description
+    add_schema = str(tools["memory_add"].input_schema)
+    for category in ("decision", "preference", "environment", "project", "experience",
+                     "procedural", "task", "short_term"):  # fmt: skip
+        assert category in tools["memory_add"].description and category in add_schema
+
+
+def test_every_write_and_read_tool_round_trips(server, memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    with session(server) as s:
+        added = s.call(
+            "memory_add",
+            text="The staging database runs on port 5433",
+            category="environment",
+        )
+        [event] = added["results"]
+        assert event["event"] == "ADD" and added["tier"] == "long_term"
+        mid = event["id"]
+        short = s.call(
+            "memory_add", text="Today we paired on the flaky login test", category="short_term"
+        )
+        assert short["tier"] == "short_term"
+
+        found = s.call("memory_search", query="which port does staging postgres use?")
+        top = found["results"][0]
+        assert top["id"] == mid and top["memory_type"] == "long_term"
+        assert 0 < top["parts"]["vector"] <= 1 and "keyword" in top["parts"]
+        assert top["category"] == "environment"
+        assert found["scope"] == {"user_id": "default", "agent_id": None}
+
+        shorts = s.call("memory_search", query="flaky login test", tier="short_term")
+        assert [h["memory_type"] for h in shorts["results"]] == ["short_term"]
+
+        listed = s.call("memory_list", category="environment")
+        assert [r["id"] for r in listed["results"]] == [mid]
+
+        clock.advance(hours=2)
+        updated = s.call(
+            "memory_update",
+            memory_id=mid,
+            text="The staging database moved to port 6432",
+            reason="pgbouncer in front",
+        )
+        assert updated["result"]["memory"] == "The staging database moved to port 6432"
+
+        history = s.call("memory_history", memory_id=mid)["history"]
+        assert [h["event"] for h in history] == ["ADD", "UPDATE"]
+        assert history[1]["old_text"] == "The staging database runs on port 5433"
+        assert (
+            history[1]["actor"] == "mcp:anonymous" and history[1]["reason"] == "pgbouncer in front"
+        )
+
+        assert s.call("memory_delete", memory_id=mid) == {"id": mid, "deleted": True}
+        after = s.call("memory_search", query="staging database port")["results"]
+        assert mid not in {h["id"] for h in after}
+    record = memory.get(mid, include_deleted=True)
+    assert record.state == "deleted" and record.user_id == "default"
+    assert memory.store.get(short["results"][0]["id"]).run_id == "2026-03-27"  # type: ignore[union-attr]
+
+
+def test_errors_come_back_as_tool_errors_that_say_what_to_do(server) -> None:  # type: ignore[no-untyped-def]
+    with session(server) as s:
+        missing = s.error("memory_update", memory_id="nope", text="x")
+        assert missing.startswith("Error executing tool memory_update: NotFoundError: no memory")
+        assert "Hint: take the id from memory_search or memory_list" in missing
+        empty = s.error("memory_add", text="   ", category="decision")
+        assert "InvalidInputError: text is empty" in empty and "Hint:" in empty
+        wrong = s.error("memory_add", text="We use trunk-based development", category="gossip")
+        assert "category" in wrong and "decision" in wrong
+        too_many = s.error("memory_search", query="anything", top_k=500)
+        assert "top_k" in too_many
+        nothing = s.error("memory_update", memory_id="x")
+        assert "NotFoundError" in nothing or "nothing to update" in nothing
+
+
+@pytest.fixture
+def keyed(memory: Memory) -> Memory:
+    memory.settings.auth.keys = [
+        ApiKey(name="dev-key", key=SecretStr("k-dev"), users=["boss"], agents=["dev"]),
+        ApiKey(name="ops-key", key=SecretStr("k-ops"), users=["boss"], agents=["ops"]),
+        ApiKey(name="team-key", key=SecretStr("k-team"), users=["boss"], agents=["dev", "ops"]),
+    ]
+    return memory
+
+
+def test_a_key_only_reaches_its_own_scope(keyed: Memory, server) -> None:  # type: ignore[no-untyped-def]
+    ops_secret = keyed.add(
+        "The ops on-call rota lives in PagerDuty schedule P-ROTA",
+        user_id="boss",
+        agent_id="ops",
+        category="environment",
+    )[0].id
+    other_user = keyed.add("Alice's salary review is in March", user_id="alice")[0].id
+    with session(server, Authorization="Bearer k-dev") as dev:
+        mine = dev.call(
+            "memory_add", text="Dev builds run on runner pool R7", category="environment"
+        )
+        dev_id = mine["results"][0]["id"]
+        assert keyed.get(dev_id).agent_id == "dev" and keyed.get(dev_id).user_id == "boss"
+        found = dev.call("memory_search", query="on-call rota PagerDuty schedule", top_k=20)
+        assert ops_secret not in {h["id"] for h in found["results"]}
+        # Scope-looking arguments are not parameters: they cannot widen the search.
+        sneaky = dev.raw("memory_search", query="on-call rota", agent_id="ops", user_id="boss")
+        assert sneaky.is_error or ops_secret not in sneaky.content[0].text  # type: ignore[union-attr]
+        for tool, extra in (("memory_history", {}), ("memory_update", {"text": "hijacked"}),
+                            ("memory_delete", {})):  # fmt: skip
+            text = dev.error(tool, memory_id=ops_secret, **extra)
+            assert "NotFoundError" in text, tool
+            assert "NotFoundError" in dev.error(tool, memory_id=other_user, **extra)
+        listed = dev.call("memory_list", limit=200)
+        assert {r["agent_id"] for r in listed["results"]} == {"dev"}
+    assert keyed.get(ops_secret).text.startswith("The ops on-call rota")
+    with session(server, **{"X-API-Key": "k-team", "X-Memoryd-Agent": "ops"}) as team:
+        hits = team.call("memory_search", query="on-call rota PagerDuty schedule")
+        assert hits["results"][0]["id"] == ops_secret and hits["scope"]["agent_id"] == "ops"
+
+
+def test_requests_outside_the_key_are_refused_before_any_tool_runs(keyed: Memory, server) -> None:  # type: ignore[no-untyped-def]
+    init = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    url = f"{server.url}/mcp"
+    nokey = httpx.post(url, json=init, headers=headers)
+    badkey = httpx.post(url, json=init, headers={**headers, "Authorization": "Bearer wrong"})
+    escape = httpx.post(
+        url, json=init, headers={**headers, "X-API-Key": "k-dev", "X-Memoryd-Agent": "ops"}
+    )
+    other_user = httpx.post(
+        url, json=init, headers={**headers, "X-API-Key": "k-dev", "X-Memoryd-User": "alice"}
+    )
+    unnamed = httpx.post(url, json=init, headers={**headers, "X-API-Key": "k-team"})
+    assert nokey.status_code == 401 and nokey.json()["hint"]
+    assert badkey.status_code == 401
+    assert escape.status_code == 403 and "ops" in escape.json()["detail"]
+    assert other_user.status_code == 403
+    assert unnamed.status_code == 403 and "X-Memoryd-Agent" in unnamed.json()["hint"]
+    with pytest.raises(Exception), session(server, Authorization="Bearer wrong"):  # noqa: B017
+        pass
