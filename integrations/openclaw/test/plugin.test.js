@@ -1,0 +1,163 @@
+// The plugin against a live `memoryd serve` (started by tests/test_openclaw_plugin.py,
+// which passes MEMORYD_URL, MEMORYD_TEST_KEY and MEMORYD_TEST_OPENCLAW_DIR), plus
+// unit tests of the pure parts that run anywhere.
+import assert from "node:assert/strict";
+import { readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+
+import plugin from "../index.js";
+import { contentText, diaryRequest, lastTurn, resolveConfig, safeId } from "../lib/diary.js";
+
+const URL = process.env.MEMORYD_URL;
+const KEY = process.env.MEMORYD_TEST_KEY;
+const OPENCLAW_DIR = process.env.MEMORYD_TEST_OPENCLAW_DIR;
+const live = { skip: URL ? false : "set MEMORYD_URL to a running memoryd (see tests/test_openclaw_plugin.py)" };
+
+/** A stand-in for OpenClaw's plugin API: records hooks and log lines. */
+function fakeApi(pluginConfig) {
+  const hooks = new Map();
+  const logs = [];
+  const log = (level) => (msg) => logs.push(`${level}: ${msg}`);
+  return {
+    pluginConfig,
+    logger: { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") },
+    on(name, handler, opts) {
+      hooks.set(name, { handler, opts });
+    },
+    hooks,
+    logs,
+  };
+}
+
+function agentEnd(api, event, ctx) {
+  const hook = api.hooks.get("agent_end");
+  assert.ok(hook, "the plugin registers an agent_end hook");
+  return hook.handler(event, ctx);
+}
+
+// A session as OpenClaw's embedded agent keeps it: content blocks, tool calls, tool results.
+function session(runId) {
+  return {
+    success: true,
+    durationMs: 1234,
+    runId,
+    messages: [
+      { role: "user", content: "Where do we keep the staging credentials?" },
+      { role: "assistant", content: [{ type: "text", text: "In Vault under secret/staging." }] },
+      { role: "user", content: [{ type: "text", text: "[Mon 2026-03-23 10:02 GMT+1] Why did yesterday's deploy to prod-eu-1 fail?" }] },
+      {
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "check the deploy log" },
+          { type: "toolCall", id: "c1", name: "exec", arguments: { command: "kubectl logs deploy/api" } },
+        ],
+      },
+      { role: "toolResult", toolCallId: "c1", content: [{ type: "text", text: "OOMKilled ".repeat(200) }] },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "The api pods were OOMKilled: the memory limit is 512Mi and the new cache needs ~700Mi. Raise the limit to 1Gi." }],
+      },
+    ],
+  };
+}
+
+async function diaryText(agent, date) {
+  return readFile(join(OPENCLAW_DIR, `workspace-${agent}`, "memory", `${date}.md`), "utf8");
+}
+
+describe("pure parts", () => {
+  test("config falls back to the environment, then to defaults", () => {
+    assert.deepEqual(resolveConfig({}, {}), {
+      url: "http://127.0.0.1:8230",
+      apiKey: undefined,
+      userId: undefined,
+      timeoutMs: 5000,
+      enabled: true,
+    });
+    const env = { MEMORYD_URL: "http://mem:9000/", MEMORYD_API_KEY: "k", MEMORYD_USER: "boss" };
+    assert.equal(resolveConfig({}, env).url, "http://mem:9000");
+    assert.equal(resolveConfig({ url: "http://cfg:1" }, env).url, "http://cfg:1");
+    assert.equal(resolveConfig({ enabled: false }, env).enabled, false);
+  });
+
+  test("only the last turn's conversation text is sent", () => {
+    const turn = lastTurn(session("r").messages);
+    assert.deepEqual(
+      turn.map((m) => m.role),
+      ["user", "assistant"],
+    );
+    assert.match(turn[0].content, /Why did yesterday's deploy/);
+    assert.match(turn[1].content, /OOMKilled: the memory limit/);
+    assert.equal(contentText([{ type: "image", data: "..." }, { type: "text", text: "hi" }]), "hi");
+    assert.deepEqual(lastTurn(undefined), []);
+  });
+
+  test("ids are made acceptable to memoryd", () => {
+    assert.equal(safeId("agent:main:telegram/123"), "agent:main:telegram-123");
+    assert.equal(safeId("../x"), "-x");
+    assert.equal(safeId(undefined), undefined);
+    assert.equal(safeId("x".repeat(300)).length, 128);
+    const body = diaryRequest(session("run 7"), { agentId: "main", sessionKey: "agent:main:main" }, { userId: "boss" });
+    assert.equal(body.turn_id, "run-7");
+    assert.equal(body.session_id, "agent:main:main");
+    assert.equal(body.user_id, "boss");
+  });
+});
+
+describe("against a live memoryd", live, () => {
+  test("a finished turn lands in the agent's diary, once", async () => {
+    const api = fakeApi({ url: URL, apiKey: KEY });
+    plugin.register(api);
+    const ctx = { agentId: "main", sessionId: "s-live-1" };
+    const answer = await agentEnd(api, session("run-1"), ctx);
+    assert.equal(answer.written, true, JSON.stringify(answer));
+    assert.equal(answer.path, `memory/${answer.date}.md`);
+    const again = await agentEnd(api, session("run-1"), ctx);
+    assert.equal(again.written, false);
+    assert.equal(again.reason, "duplicate");
+
+    const text = await diaryText("main", answer.date);
+    assert.equal(text.match(/^## \d\d:\d\d · session s-live-1$/gm).length, 1);
+    assert.match(text, /- \*\*user\*\*: Why did yesterday's deploy to prod-eu-1 fail\?/);
+    assert.match(text, /- \*\*assistant\*\*: The api pods were OOMKilled: the memory limit is 512Mi/);
+    assert.doesNotMatch(text, /Where do we keep the staging credentials/); // an earlier turn
+    assert.doesNotMatch(text, /kubectl logs|check the deploy log|OOMKilled OOMKilled/); // tool chatter
+    assert.doesNotMatch(text, /GMT\+1/); // channel metadata
+  });
+
+  test("small talk writes nothing", async () => {
+    const api = fakeApi({ url: URL, apiKey: KEY });
+    plugin.register(api);
+    const answer = await agentEnd(
+      api,
+      { success: true, runId: "run-hi", messages: [{ role: "user", content: "hi!" }, { role: "assistant", content: "Hello! What can I do for you?" }] },
+      { agentId: "main", sessionId: "s-live-2" },
+    );
+    assert.equal(answer.written, false);
+    assert.equal(answer.reason, "noise");
+    assert.doesNotMatch(await diaryText("main", answer.date), /s-live-2/);
+  });
+
+  test("a key is held to its agents, and the failure is logged, not thrown", async () => {
+    const api = fakeApi({ url: URL, apiKey: KEY });
+    plugin.register(api);
+    const answer = await agentEnd(api, session("run-ops"), { agentId: "ops", sessionId: "s-ops" });
+    assert.equal(answer, null);
+    assert.ok(api.logs.some((l) => /^warn: memoryd: diary capture for ops failed: 403/.test(l)), api.logs.join("\n"));
+    await assert.rejects(stat(join(OPENCLAW_DIR, "workspace-ops", "memory")));
+
+    const nokey = fakeApi({ url: URL });
+    plugin.register(nokey);
+    assert.equal(await agentEnd(nokey, session("run-nokey"), { agentId: "main" }), null);
+    assert.ok(nokey.logs.some((l) => /failed: 401 .*API key/.test(l)), nokey.logs.join("\n"));
+  });
+
+  test("memoryd being down never breaks the agent", async () => {
+    const api = fakeApi({ url: "http://127.0.0.1:9", apiKey: KEY, timeoutMs: 500 });
+    plugin.register(api);
+    const answer = await agentEnd(api, session("run-down"), { agentId: "main" });
+    assert.equal(answer, null);
+    assert.ok(api.logs.some((l) => /^warn: memoryd: diary capture skipped, memoryd at http:\/\/127\.0\.0\.1:9 unreachable/.test(l)));
+  });
+});

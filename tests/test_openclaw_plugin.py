@@ -1,0 +1,103 @@
+"""The OpenClaw plugin's Node tests (``node --test``) against a live ``memoryd serve``.
+
+The server is the real command in a subprocess, with an API key scoped to the
+agent ``main`` and an OpenClaw layout under a temporary HOME, so the plugin's
+turns land in ``~/.openclaw/workspace-main/memory/YYYY-MM-DD.md`` as they would
+on a user's machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import free_port
+
+PLUGIN = Path(__file__).resolve().parents[1] / "integrations" / "openclaw"
+NODE = shutil.which("node")
+pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js (>= 20) is not installed")
+
+
+@pytest.fixture
+def memoryd_serve(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``memoryd serve`` on a free port; yields its URL and the OpenClaw state dir."""
+    userhome = tmp_path / "userhome"
+    openclaw = userhome / ".openclaw"
+    (openclaw / "workspace-main").mkdir(parents=True)
+    port = free_port()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(userhome),
+        "MEMORYD_HOME": str(tmp_path / "memoryd"),
+        "MEMORYD_AUTH__KEYS": json.dumps(
+            [{"name": "openclaw-main", "key": "k-main", "users": ["default"], "agents": ["main"]}]
+        ),
+    }
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("memoryd")), "serve", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"memoryd serve did not start:\n{(tmp_path / 'serve.log').read_text()}"
+                )
+            time.sleep(0.2)
+        yield url, openclaw
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_plugin_posts_real_turns_into_the_agents_diary(memoryd_serve: tuple[str, Path]) -> None:
+    url, openclaw = memoryd_serve
+    env = {
+        **os.environ,
+        "MEMORYD_URL": url,
+        "MEMORYD_TEST_KEY": "k-main",
+        "MEMORYD_TEST_OPENCLAW_DIR": str(openclaw),
+    }
+    proc = subprocess.run(
+        [NODE or "node", "--test"],
+        cwd=PLUGIN,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    counts = dict(re.findall(r"^# (pass|fail|skipped|cancelled) (\d+)$", proc.stdout, re.M))
+    assert counts == {"pass": "7", "fail": "0", "skipped": "0", "cancelled": "0"}, proc.stdout
+    diaries = list((openclaw / "workspace-main" / "memory").glob("*.md"))
+    assert len(diaries) == 1
+    text = diaries[0].read_text()
+    assert text.count("· session s-live-1") == 1 and "OOMKilled: the memory limit" in text
+    assert not (openclaw / "workspace-ops").exists()
