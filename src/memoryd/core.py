@@ -1,23 +1,28 @@
 """``Memory``: the one object the CLI, the HTTP API, MCP and the pipelines call.
 
-It validates input, embeds (through a content-hash cache), writes through the
-store and runs hybrid search. Everything is synchronous; async callers run it
-in a thread (see ``memoryd.api``).
+It validates input, embeds (through a content-hash cache), extracts and
+reconciles facts (``infer=True``), writes through the store and runs hybrid
+search with time decay, tiers and the shared pool. Everything is synchronous;
+async callers run it in a thread (see ``memoryd.api``).
 """
 
 from __future__ import annotations
 
 import builtins
+import threading
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from memoryd.embed import Embedder, create_embedder, normalize
 from memoryd.errors import InvalidInputError, ModelMismatchError, NotFoundError
+from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
+from memoryd.llm import LLM, create_llm
 from memoryd.models import (
+    CombinedHits,
     Event,
     Filters,
     HistoryEntry,
@@ -31,6 +36,9 @@ from memoryd.models import (
     utcnow,
 )
 from memoryd.search import hybrid_candidates
+from memoryd.search.decay import blend, record_weight
+from memoryd.search.pool import merge, pool_filters
+from memoryd.search.tiers import memory_type, run_date
 from memoryd.settings import Settings
 from memoryd.store import Store, open_store
 from memoryd.validate import check_id, check_metadata, check_text, check_top_k
@@ -50,6 +58,7 @@ class Memory:
         clock: Clock = utcnow,
         id_factory: Callable[[], str] = lambda: str(uuid.uuid4()),
         allow_model_change: bool = False,
+        llm: LLM | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.store = store or open_store(self.settings.store_url, self.settings.store)
@@ -57,6 +66,13 @@ class Memory:
         self.clock = clock
         self.new_id = id_factory
         self._query_cache: dict[str, np.ndarray] = {}
+        self.llm = llm if llm is not None else create_llm(self.settings.llm)
+        s = self.settings
+        self.extractor = make_extractor(self.llm, s.extract, s.limits)
+        self.reconciler = make_reconciler(self.llm, s.extract, s.limits)
+        # reconciling one scope is read-decide-write: two adds to the same scope take
+        # turns (striped locks: bounded, and different scopes rarely share a stripe)
+        self._scope_locks = [threading.Lock() for _ in range(64)]
         self._check_model(allow_model_change)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -145,11 +161,20 @@ class Memory:
         event_at: datetime | None = None,
         memory_id: str | None = None,
         actor: str | None = None,
+        infer: bool = False,
+        prompt: str | None = None,
     ) -> builtins.list[MemoryEvent]:
-        """Store ``text`` (or each message's content) as given.
+        """Remember ``text`` (or each message's content).
 
-        Identical text already active in the same scope is not stored twice: the
-        event is NONE and names the existing memory.
+        ``infer=False`` stores the text as given; identical text already active in
+        the same scope is not stored twice (the event is NONE and names it).
+
+        ``infer=True`` extracts facts (by the LLM with ``prompt`` or the default
+        extraction prompt; offline without an LLM) and reconciles each with the
+        similar memories of its dedup scope: ADD, UPDATE, DELETE or NONE. The
+        scope is the same run for short-term (``run_id`` set) and every long-term
+        memory of the user/agent otherwise (seed 001). Either every decision is
+        written or, on any failure, none.
         """
         limits = self.settings.limits
         check_id(user_id, "user_id", limits, required=True)
@@ -160,30 +185,35 @@ class Memory:
         if category is not None:
             category = str(category)
             metadata["category"] = category
-        if (text is None) == (messages is None):
+        if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
             raise InvalidInputError(
-                "pass either text or messages", "add(text=...) or add(messages=[...])"
+                "the extraction prompt is empty", "pass a prompt, or leave it out for the default"
             )
-        if text is not None:
-            texts = [check_text(text, limits)]
-            roles: builtins.list[str | None] = [None]
-        else:
-            assert messages is not None
-            texts, roles = [], []
-            for i, message in enumerate(messages):
-                if not isinstance(message, dict) or "content" not in message:
-                    raise InvalidInputError(
-                        f"message {i} has no content",
-                        'each message is {"role": ..., "content": ...}',
-                    )
-                content = message.get("content")
-                if isinstance(content, str) and content.strip():
-                    texts.append(check_text(content, limits, f"messages[{i}].content"))
-                    roles.append(str(message.get("role", "user")))
-            if not texts:
+        input_limits = (
+            limits.model_copy(update={"max_text_chars": self.settings.extract.max_input_chars})
+            if infer
+            else limits
+        )
+        texts, roles = _input_texts(text, messages, input_limits)
+        if infer:
+            if memory_id is not None:
                 raise InvalidInputError(
-                    "every message is empty", "send at least one message with content"
+                    "memory_id cannot be chosen when infer=True",
+                    "leave memory_id out; extraction decides how many memories to write",
                 )
+            return self._add_inferred(
+                texts,
+                roles,
+                user_id=user_id,
+                agent_id=agent_id,
+                run_id=run_id,
+                metadata=metadata,
+                category=category,
+                source=source,
+                event_at=event_at,
+                actor=actor,
+                prompt=prompt,
+            )
         now = self.clock()
         scope = Filters(user_id=user_id, agent_id=agent_id, run_id=run_id)
         events: builtins.list[MemoryEvent] = []
@@ -217,6 +247,149 @@ class Memory:
             records.append(record)
             events.append(MemoryEvent(id=record.id, memory=body, event=Event.ADD))
         self.write_records(records, actor=actor)
+        return events
+
+    def _add_inferred(
+        self,
+        texts: builtins.list[str],
+        roles: builtins.list[str | None],
+        *,
+        user_id: str,
+        agent_id: str | None,
+        run_id: str | None,
+        metadata: dict[str, Any],
+        category: str | None,
+        source: Source | None,
+        event_at: datetime | None,
+        actor: str | None,
+        prompt: str | None,
+    ) -> builtins.list[MemoryEvent]:
+        now = self.clock()
+        body = "\n".join(
+            f"{role}: {t}" if role else t for t, role in zip(texts, roles, strict=True)
+        )
+        facts = self.extractor.extract(body, prompt, now.date())
+        facts = list(dict.fromkeys(f for f in (f.strip() for f in facts) if f))
+        if not facts:
+            return []
+        vectors = self.embed_texts(facts)
+        scope = dedup_scope(user_id, agent_id, run_id)
+        stripe = hash((user_id, agent_id, run_id)) % len(self._scope_locks)
+        with self._scope_locks[stripe]:
+            pending: builtins.list[NewFact] = []
+            events: builtins.list[MemoryEvent | None] = [None] * len(facts)
+            for n, (fact, vector) in enumerate(zip(facts, vectors, strict=True)):
+                same = self.store.find_by_hash(content_hash(fact), scope)
+                if same:  # already stored verbatim: no need to ask anyone
+                    events[n] = MemoryEvent(id=same[0].id, memory=fact, event=Event.NONE)
+                    continue
+                hits = self.store.vector_search(
+                    vector, scope, self.settings.extract.candidates_per_fact
+                )
+                found = {r.id: r for r in self.store.get_many([i for i, _ in hits])}
+                similar = [
+                    (Known(k, mid, found[mid].text), score)
+                    for k, (mid, score) in enumerate(hits)
+                    if mid in found
+                ]
+                pending.append(NewFact(n, fact, vector, similar))
+            decisions = self.reconciler.decide(pending) if pending else []
+            written = self._apply_decisions(
+                decisions,
+                user_id=user_id,
+                agent_id=agent_id,
+                run_id=run_id,
+                metadata=metadata,
+                category=category,
+                source=source,
+                event_at=event_at,
+                actor=actor or "memoryd",
+                now=now,
+            )
+        out = [e for e in events if e is not None]
+        return out + written
+
+    def _apply_decisions(
+        self,
+        decisions: Sequence[Decision],
+        *,
+        user_id: str,
+        agent_id: str | None,
+        run_id: str | None,
+        metadata: dict[str, Any],
+        category: str | None,
+        source: Source | None,
+        event_at: datetime | None,
+        actor: str,
+        now: datetime,
+    ) -> builtins.list[MemoryEvent]:
+        """Write every decision in one transaction; return the events in decision order."""
+        changed = [d for d in decisions if d.event in (Event.ADD, Event.UPDATE)]
+        # facts were embedded before reconciling, so only merged UPDATE texts are new here
+        fresh = self.embed_texts([d.text for d in changed])
+        vector_of = {id(d): fresh[n] for n, d in enumerate(changed)}
+        events: builtins.list[MemoryEvent] = []
+        new_records: builtins.list[MemoryRecord] = []
+        with self.store.atomic():
+            for d in decisions:
+                target = d.target
+                if d.event == Event.ADD:
+                    record = MemoryRecord(
+                        id=self.new_id(),
+                        text=d.text,
+                        user_id=user_id,
+                        agent_id=agent_id,
+                        run_id=run_id,
+                        category=category,
+                        metadata=dict(metadata),
+                        origin=Origin.FACT,
+                        source=source,
+                        created_at=now,
+                        updated_at=now,
+                        event_at=event_at,
+                    )
+                    record.embedding = vector_of[id(d)]
+                    new_records.append(record)
+                    events.append(MemoryEvent(id=record.id, memory=d.text, event=Event.ADD))
+                elif d.event == Event.UPDATE and target is not None:
+                    old = self.store.get(target.id)
+                    if old is None:
+                        raise NotFoundError(
+                            f"memory {target.id} vanished while reconciling",
+                            "retry the add; nothing was stored",
+                        )
+                    new = old.model_copy(update={"text": d.text})
+                    new.embedding = vector_of[id(d)]
+                    self.store.update(new, actor=actor, reason=_reason("update", d))
+                    events.append(
+                        MemoryEvent(
+                            id=old.id, memory=d.text, event=Event.UPDATE, previous_memory=old.text
+                        )
+                    )
+                elif d.event == Event.DELETE and target is not None:
+                    self.store.set_state(
+                        target.id,
+                        State.DELETED,
+                        event=Event.DELETE,
+                        actor=actor,
+                        reason=_reason("delete", d),
+                    )
+                    events.append(
+                        MemoryEvent(
+                            id=target.id,
+                            memory=target.text,
+                            event=Event.DELETE,
+                            previous_memory=target.text,
+                        )
+                    )
+                else:
+                    events.append(
+                        MemoryEvent(
+                            id=target.id if target else None, memory=d.text, event=Event.NONE
+                        )
+                    )
+            if new_records:
+                self.store.add(new_records, actor=actor, reason="extracted")
         return events
 
     def write_records(
@@ -328,6 +501,10 @@ class Memory:
         )
         return self.store.list(f, limit=max(0, min(limit, 10_000)), offset=max(0, offset))
 
+    def count(self, filters: Filters | None = None) -> int:
+        """How many memories match ``filters`` (active ones by default)."""
+        return self.store.count(filters or Filters())
+
     def history(self, memory_id: str, *, user_id: str | None = None) -> builtins.list[HistoryEntry]:
         self.get(memory_id, user_id=user_id, include_deleted=True)
         return self.store.history(memory_id)
@@ -343,8 +520,18 @@ class Memory:
         min_score: float | None = None,
         filters: Filters | None = None,
         mode: str = "hybrid",
+        time_decay: bool | None = None,
+        include_shared: bool = True,
     ) -> builtins.list[SearchHit]:
-        """Hybrid search in a scope. ``mode`` is ``hybrid``, ``vector`` or ``keyword``."""
+        """Hybrid search in a scope. ``mode`` is ``hybrid``, ``vector`` or ``keyword``.
+
+        With an ``agent_id``, the user's shared pool (``search.shared_categories``,
+        from any agent) is searched too, unless ``include_shared=False``. With time
+        decay (``search.time_decay`` unless ``time_decay`` says otherwise) the score
+        blends relevance with recency and ``original_score`` keeps the relevance.
+        ``min_score`` is compared with the relevance, so a fresh but unrelated memory
+        cannot pass on recency alone. Each hit carries its ``memory_type``.
+        """
         s = self.settings.search
         top_k = check_top_k(top_k if top_k is not None else s.default_top_k, s.max_top_k)
         query = check_text(query, self.settings.limits, "query")
@@ -352,6 +539,8 @@ class Memory:
             raise InvalidInputError(
                 f"unknown search mode {mode!r}", "use hybrid, vector or keyword"
             )
+        threshold = _check_min_score(s.min_score if min_score is None else min_score)
+        decay = s.time_decay if time_decay is None else time_decay
         f = (filters or Filters()).model_copy(
             update={
                 k: v
@@ -362,20 +551,100 @@ class Memory:
         qvec = self.embed_query(query) if mode != "keyword" else None
         n = max(top_k * s.candidate_multiplier, s.min_candidates)
         candidates = hybrid_candidates(self.store, query, qvec, f, n, s, mode)
-        threshold = s.min_score if min_score is None else min_score
-        chosen = [c for c in candidates if c.parts.fused >= threshold][:top_k]
-        records = {r.id: r for r in self.store.get_many([c.id for c in chosen])}
-        return [
-            SearchHit(
-                id=c.id,
-                text=records[c.id].text,
-                score=c.parts.fused,
-                parts=c.parts,
-                record=records[c.id],
+        pool = pool_filters(f, s.shared_categories) if include_shared else None
+        if pool is not None:
+            candidates = merge(
+                candidates, hybrid_candidates(self.store, query, qvec, pool, n, s, mode)
             )
-            for c in chosen
-            if c.id in records
+        candidates = [c for c in candidates if c.parts.fused >= threshold]
+        if not decay:
+            candidates = candidates[: top_k * 2]  # room for hash duplicates, no re-ranking
+        records = {r.id: r for r in self.store.get_many([c.id for c in candidates])}
+        now = self.clock()
+        hits: builtins.list[SearchHit] = []
+        for c in candidates:
+            record = records.get(c.id)
+            if record is None:
+                continue
+            parts, score, original = c.parts, c.parts.fused, None
+            if decay:
+                weight = record_weight(record, now, s)
+                parts = parts.model_copy(update={"decay": weight})
+                score, original = blend(c.parts.fused, weight, s), c.parts.fused
+            hits.append(
+                SearchHit(
+                    id=c.id,
+                    text=record.text,
+                    score=score,
+                    parts=parts,
+                    record=record,
+                    original_score=original,
+                    memory_type=memory_type(record, s.shared_categories),
+                )
+            )
+        hits.sort(key=lambda h: -h.score)
+        return _distinct(hits)[:top_k]
+
+    def search_combined(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        long_term_top_k: int | None = None,
+        short_term_top_k: int | None = None,
+        recent_days: int | None = None,
+        min_score: float | None = None,
+        time_decay: bool | None = None,
+        filters: Filters | None = None,
+        mode: str = "hybrid",
+    ) -> CombinedHits:
+        """Long-term memories plus the last ``recent_days`` of short-term ones, apart.
+
+        The session-start query of seed 000: durable knowledge and what happened
+        this week, each ranked on its own and capped at its own ``top_k``, the
+        shared pool included in both, no memory in both lists.
+        """
+        s = self.settings.search
+        days = s.recent_days if recent_days is None else recent_days
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 365:
+            raise InvalidInputError(
+                f"recent_days must be between 1 and 365, got {days!r}", "pass e.g. recent_days=7"
+            )
+        base = filters or Filters()
+        common: dict[str, Any] = {
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "min_score": min_score,
+            "time_decay": time_decay,
+            "mode": mode,
+        }
+        long_term = self.search(
+            query,
+            top_k=long_term_top_k,
+            filters=base.model_copy(update={"long_term_only": True, "short_term_only": False}),
+            **common,
+        )
+        since = self.clock() - timedelta(days=days)
+        after = max(base.created_after, since) if base.created_after else since
+        short_k = short_term_top_k if short_term_top_k is not None else s.default_top_k
+        short_term = self.search(
+            query,
+            top_k=short_k,
+            filters=base.model_copy(
+                update={"short_term_only": True, "long_term_only": False, "created_after": after}
+            ),
+            **common,
+        )
+        seen = {h.id for h in long_term} | {h.record.hash for h in long_term}
+        short_term = [
+            h
+            for h in short_term
+            if h.id not in seen
+            and h.record.hash not in seen
+            and ((day := run_date(h.record.run_id)) is None or day >= since.date())
         ]
+        return CombinedHits(long_term=long_term, short_term=short_term)
 
     def status(self) -> dict[str, Any]:
         everything = Filters(states=[])
@@ -423,6 +692,77 @@ class Memory:
                     reason=f"re-embedded with {self.embedder.name}",
                 )
         return len(records)
+
+
+def _input_texts(
+    text: str | None, messages: Sequence[dict[str, Any]] | None, limits: Any
+) -> tuple[builtins.list[str], builtins.list[str | None]]:
+    """The texts of an add (one, or one per non-empty message) and their roles."""
+    if (text is None) == (messages is None):
+        raise InvalidInputError(
+            "pass either text or messages", "add(text=...) or add(messages=[...])"
+        )
+    if text is not None:
+        return [check_text(text, limits)], [None]
+    assert messages is not None
+    if not isinstance(messages, (list, tuple)):
+        raise InvalidInputError(
+            "messages must be a list", 'pass [{"role": "user", "content": "..."}]'
+        )
+    texts: builtins.list[str] = []
+    roles: builtins.list[str | None] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or "content" not in message:
+            raise InvalidInputError(
+                f"message {i} has no content",
+                'each message is {"role": ..., "content": ...}',
+            )
+        content = message.get("content")
+        if isinstance(content, str) and content.strip():
+            texts.append(check_text(content, limits, f"messages[{i}].content"))
+            roles.append(str(message.get("role", "user")))
+    if not texts:
+        raise InvalidInputError("every message is empty", "send at least one message with content")
+    return texts, roles
+
+
+def _check_min_score(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InvalidInputError(
+            f"min_score must be a number from 0 to 1, got {value!r}",
+            "scores are normalised to [0, 1]; 0.3 to 0.5 cuts most noise",
+        )
+    return float(value)
+
+
+def _distinct(hits: builtins.list[SearchHit]) -> builtins.list[SearchHit]:
+    """Best first, each text once: the same fact stored by two agents is one hit."""
+    seen: set[str] = set()
+    out: builtins.list[SearchHit] = []
+    for h in hits:
+        if h.record.hash not in seen:
+            seen.add(h.record.hash)
+            out.append(h)
+    return out
+
+
+def dedup_scope(user_id: str, agent_id: str | None, run_id: str | None) -> Filters:
+    """Where an inferred fact looks for duplicates (seed 001): its own run when it is
+    short-term; every long-term memory of the user (and agent) when it is long-term.
+    Only written memories take part; workspace chunks mirror files and are not
+    rewritten by reconciliation."""
+    return Filters(
+        user_id=user_id,
+        agent_id=agent_id,
+        run_id=run_id,
+        long_term_only=run_id is None,
+        origins=[Origin.API, Origin.FACT],
+    )
+
+
+def _reason(verb: str, decision: Decision) -> str:
+    why = f": {decision.reason}" if decision.reason else ""
+    return f"reconcile {verb} (fact: {decision.text[:200]}){why}"
 
 
 def split_to_window(text: str, limit: int, count: Callable[[str], int]) -> builtins.list[str]:

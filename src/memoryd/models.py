@@ -123,6 +123,8 @@ class SearchHit(BaseModel):
     score: float
     parts: ScoreParts
     record: MemoryRecord
+    original_score: float | None = None  # the score before time decay, when decay applied
+    memory_type: str = "long_term"  # long_term, short_term or shared (memoryd.search.tiers)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -131,6 +133,17 @@ class SearchHit(BaseModel):
     @property
     def created_at(self) -> datetime:
         return self.record.created_at
+
+
+class CombinedHits(BaseModel):
+    """``Memory.search_combined``: long-term hits and recent short-term hits, apart."""
+
+    long_term: list[SearchHit] = Field(default_factory=list)
+    short_term: list[SearchHit] = Field(default_factory=list)
+
+    @property
+    def results(self) -> list[SearchHit]:
+        return [*self.long_term, *self.short_term]
 
 
 class HistoryEntry(BaseModel):

@@ -87,6 +87,14 @@ class SearchSettings(BaseModel):
     default_top_k: int = 5
     max_top_k: int = 100
     min_score: float = 0.0
+    # time decay (seed 000): score = w_sim * relevance + w_recency * 0.5 ** (age_days / half_life)
+    time_decay: bool = True
+    decay_similarity_weight: float = 0.7
+    decay_recency_weight: float = 0.3
+    decay_half_life_days: float = 30.0
+    # categories every agent of the same user sees in search (memory_type "shared")
+    shared_categories: list[str] = Field(default_factory=lambda: ["experience", "procedural"])
+    recent_days: int = 7  # short-term window of search_combined
 
     @field_validator("vector_weight", "keyword_weight")
     @classmethod
@@ -101,6 +109,76 @@ class LimitSettings(BaseModel):
     max_metadata_bytes: int = 16_384
     max_metadata_depth: int = 8
     max_id_chars: int = 128
+
+
+class OpenAILLMSettings(BaseModel):
+    """Any OpenAI-compatible ``/chat/completions`` endpoint (OpenAI, Ollama, vLLM)."""
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    api_key: SecretStr = SecretStr("")
+    model: str = "llama3.1"
+    temperature: float = 0.0
+    max_tokens: int = 2000
+    timeout_s: float = 60.0
+    retries: int = 1  # extra attempts after a timeout, a connection error or a 5xx
+    json_mode: bool = True  # send response_format={"type": "json_object"}
+
+
+class AnthropicLLMSettings(BaseModel):
+    """Anthropic's Messages API over plain HTTP (no SDK)."""
+
+    base_url: str = "https://api.anthropic.com"
+    api_key: SecretStr = SecretStr("")
+    model: str = "claude-3-5-haiku-latest"
+    version: str = "2023-06-01"
+    temperature: float = 0.0
+    max_tokens: int = 2000
+    timeout_s: float = 60.0
+    retries: int = 1
+
+
+class BedrockLLMSettings(BaseModel):
+    """AWS Bedrock's Converse API through boto3 (``pip install 'memoryd[bedrock]'``).
+    Credentials come from the usual AWS chain (env, profile, instance role)."""
+
+    region: str = "us-east-1"
+    model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
+    profile: str | None = None
+    endpoint_url: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 2000
+    timeout_s: float = 60.0
+    retries: int = 1
+
+
+class LLMSettings(BaseModel):
+    """``provider``: ``none`` (offline extraction), ``openai``, ``anthropic`` or ``bedrock``."""
+
+    provider: str = "none"
+    openai: OpenAILLMSettings = Field(default_factory=OpenAILLMSettings)
+    anthropic: AnthropicLLMSettings = Field(default_factory=AnthropicLLMSettings)
+    bedrock: BedrockLLMSettings = Field(default_factory=BedrockLLMSettings)
+
+
+class ExtractSettings(BaseModel):
+    """Fact extraction and reconciliation for ``infer=true`` adds."""
+
+    max_input_chars: int = 200_000  # text sent for extraction (facts obey limits.max_text_chars)
+    max_facts: int = 100
+    candidates_per_fact: int = 5  # similar memories compared with each new fact
+    llm_min_similarity: float = 0.3  # weaker candidates are not shown to the LLM
+    # offline reconciliation thresholds (cosine similarity of fact and memory)
+    none_similarity: float = 0.95  # at or above: already known (NONE)
+    update_similarity: float = 0.8  # at or above, same subject: UPDATE
+    subject_overlap: float = 0.5  # shared content words needed to call it the same subject
+
+
+class AuditSettings(BaseModel):
+    """JSON lines under ``$MEMORYD_HOME/audit/``, rotated by size."""
+
+    enabled: bool = True
+    max_bytes: int = 10_000_000
+    backups: int = 5
 
 
 class ApiKey(BaseModel):
@@ -124,6 +202,7 @@ class ServerSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = 8230
     allow_remote_without_auth: bool = False
+    max_concurrent_adds: int = 8  # adds beyond this wait, so reads always find a worker thread
 
 
 class McpSettings(BaseModel):
@@ -204,6 +283,9 @@ class Settings(BaseSettings):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    extract: ExtractSettings = Field(default_factory=ExtractSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     diary: DiarySettings = Field(default_factory=DiarySettings)

@@ -3,16 +3,20 @@ slow embedding or LLM work never blocks the event loop."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 import memoryd
 from memoryd.api.routes_diary import router as diary_router
+from memoryd.api.routes_memory import router as memory_router
+from memoryd.audit import AuditLog, AuditMiddleware
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
 from memoryd.settings import Settings
@@ -25,17 +29,38 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        audit_log.close()
         if memory is None:
             mem.close()
 
     app = FastAPI(title="memoryd", version=memoryd.__version__, lifespan=lifespan)
     app.state.memory = mem
+    # adds beyond this many wait for a slot instead of taking every worker thread
+    app.state.add_slots = asyncio.Semaphore(max(1, mem.settings.server.max_concurrent_adds))
+    audit_log = AuditLog(mem.settings)  # one JSON line per request (memoryd.audit)
+    app.add_middleware(AuditMiddleware, log=audit_log, settings=mem.settings)
 
     @app.exception_handler(MemorydError)
     async def _memoryd_error(_: Request, exc: MemorydError) -> JSONResponse:
         return JSONResponse(
             status_code=exc.status_code,
             content={"error": type(exc).__name__, "detail": exc.message, "hint": exc.hint},
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in e.get('loc', ()) if x != 'body') or 'body'}: {e.get('msg')}"
+            for e in exc.errors()
+        )
+        return JSONResponse(
+            status_code=422,
+            content={
+                "error": "InvalidInputError",
+                "detail": f"the request is not valid: {problems}",
+                "hint": "see the request schema at /docs",
+                "errors": jsonable_errors(exc),
+            },
         )
 
     @app.get("/health")
@@ -46,14 +71,24 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
             "version": memoryd.__version__,
             "store": mem.store.url.split("://")[0] if "://" in mem.store.url else "sqlite",
             "model": mem.embedder.name,
+            "llm": mem.llm.name if mem.llm else "none (offline extraction)",
             "counts": counts,
         }
 
+    app.include_router(memory_router)  # /memory/* (the seed's routes) and mem0's /memories
     app.include_router(diary_router)
     from memoryd.mcp.server import mount as mount_mcp  # lazy: the MCP SDK imports api.auth
 
     mount_mcp(app, mem)
     return app
+
+
+def jsonable_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Pydantic's error list without the offending input (it may be large or private)."""
+    return [
+        {"loc": list(e.get("loc", ())), "msg": e.get("msg"), "type": e.get("type")}
+        for e in exc.errors()
+    ]
 
 
 def _all_states() -> Any:

@@ -1,4 +1,4 @@
-"""Hybrid retrieval: candidates from both sides, fused, explained."""
+"""Retrieval: hybrid candidates and fusion, time decay, tiers, the shared pool."""
 
 from memoryd.search.hybrid import Candidate, fuse, hybrid_candidates
 
