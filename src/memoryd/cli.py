@@ -21,6 +21,7 @@ from memoryd.errors import MemorydError
 from memoryd.mcp.cli import register as register_mcp
 from memoryd.models import HistoryEntry, MemoryRecord, SearchHit
 from memoryd.settings import Settings
+from memoryd.setup_agents import register as register_setup
 
 app = typer.Typer(
     help="memoryd: long-term memory for AI agents.",
@@ -279,6 +280,7 @@ def serve(
 
 
 register_mcp(app)
+register_setup(app)
 
 
 def main() -> None:

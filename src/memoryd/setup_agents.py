@@ -1,0 +1,492 @@
+"""``memoryd setup claude-code|codex|openclaw``: connect an agent stack to memoryd.
+
+Each target's configuration file gets a ``memoryd`` MCP server entry (and for
+OpenClaw, the diary plugin with its skill). The change is computed first as a
+:class:`ConfigChange` (old text, new text), shown as a diff and written only
+after confirmation. Other entries in the file are never touched, an entry
+that already says the same thing is left alone (running setup twice changes
+nothing), and the write is atomic (temporary file, then rename).
+
+Where each file lives (paths overridable with ``--config`` and ``HOME``):
+
+- Claude Code: ``.mcp.json`` in the project (``--scope project``, the default) or
+  ``~/.claude.json`` (``--scope user``), under ``mcpServers``.
+- Codex: ``~/.codex/config.toml`` (``$CODEX_HOME``; ``--scope user``, the default)
+  or ``.codex/config.toml`` in the project, as ``[mcp_servers.memoryd]``.
+- OpenClaw: ``~/.openclaw/openclaw.json`` (``$OPENCLAW_CONFIG_PATH``):
+  ``plugins.load.paths``, ``plugins.entries.memoryd`` and ``mcp.servers.memoryd``.
+
+No secret is written: an API key is referenced by the name of the environment
+variable that holds it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from memoryd.errors import InvalidInputError, MemorydError
+from memoryd.settings import Settings
+from memoryd.validate import check_id
+
+Target = Literal["claude-code", "codex", "openclaw"]
+TARGETS: tuple[Target, ...] = ("claude-code", "codex", "openclaw")
+SERVER_NAME = "memoryd"
+PLUGIN_ID = "memoryd"
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How the agent reaches memoryd: start ``memoryd mcp`` (stdio) or call ``serve``'s /mcp."""
+
+    agent_id: str
+    user_id: str | None = None
+    transport: Literal["stdio", "http"] = "stdio"
+    url: str = "http://127.0.0.1:8230"
+    api_key_env: str | None = None  # the env var holding the API key, for http
+    home: Path | None = None  # MEMORYD_HOME for the stdio server
+    command: str = "memoryd"
+
+    def stdio_args(self) -> list[str]:
+        args = ["mcp", "--agent", self.agent_id]
+        if self.user_id:
+            args += ["--user", self.user_id]
+        return args
+
+    def stdio_env(self) -> dict[str, str]:
+        return {"MEMORYD_HOME": str(self.home)} if self.home else {}
+
+    @property
+    def mcp_url(self) -> str:
+        return self.url.rstrip("/") + "/mcp"
+
+    def scope_headers(self) -> dict[str, str]:
+        headers = {"X-Memoryd-Agent": self.agent_id}
+        if self.user_id:
+            headers["X-Memoryd-User"] = self.user_id
+        return headers
+
+
+@dataclass
+class ConfigChange:
+    """One file's content before and after; ``notes`` are the next steps to print."""
+
+    path: Path
+    before: str
+    after: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        return "".join(
+            difflib.unified_diff(
+                self.before.splitlines(keepends=True),
+                self.after.splitlines(keepends=True),
+                fromfile=f"{self.path} (now)" if self.before else "/dev/null",
+                tofile=f"{self.path} (after)",
+            )
+        )
+
+    def write(self) -> None:
+        """Replace the file atomically, keeping its permissions (``~/.claude.json`` is private)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.memoryd-setup.tmp")
+        mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o600
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(self.after)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+
+# -- Claude Code -------------------------------------------------------------------------
+def claude_code_change(
+    conn: Connection, *, scope: str, config: Path | None = None, project_dir: Path | None = None
+) -> ConfigChange:
+    if config is None:
+        config = (
+            Path.home() / ".claude.json"
+            if scope == "user"
+            else (project_dir or Path.cwd()) / ".mcp.json"
+        )
+    before = _read(config)
+    data = _load_json(config, before)
+    if conn.transport == "stdio":
+        entry: dict[str, Any] = {
+            "type": "stdio",
+            "command": conn.command,
+            "args": conn.stdio_args(),
+            "env": conn.stdio_env(),
+        }
+    else:
+        headers = conn.scope_headers()
+        if conn.api_key_env:
+            headers["Authorization"] = f"Bearer ${{{conn.api_key_env}}}"
+        entry = {"type": "http", "url": conn.mcp_url, "headers": headers}
+    servers = data.setdefault("mcpServers", {})
+    _require_object(servers, config, "mcpServers")
+    servers[SERVER_NAME] = entry
+    notes = ["restart Claude Code (or run /mcp) to load the memoryd tools"]
+    if scope == "project":
+        notes.append("Claude Code asks once to approve servers from a project .mcp.json")
+    return ConfigChange(config, before, _dump_json(data, before), notes)
+
+
+# -- Codex -------------------------------------------------------------------------------
+def codex_change(
+    conn: Connection, *, scope: str, config: Path | None = None, project_dir: Path | None = None
+) -> ConfigChange:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    if config is None:
+        if scope == "user":
+            home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+            config = home / "config.toml"
+        else:
+            config = (project_dir or Path.cwd()) / ".codex" / "config.toml"
+    before = _read(config)
+    try:
+        doc = tomlkit.parse(before)
+    except TOMLKitError as exc:
+        raise InvalidInputError(
+            f"{config} is not valid TOML: {exc}",
+            "fix the file (or move it away) and run setup again",
+        ) from None
+    entry = tomlkit.table()
+    if conn.transport == "stdio":
+        entry["command"] = conn.command
+        entry["args"] = conn.stdio_args()
+        env = tomlkit.inline_table()
+        env.update(conn.stdio_env())
+        entry["env"] = env
+    else:
+        entry["url"] = conn.mcp_url
+        if conn.api_key_env:
+            entry["bearer_token_env_var"] = conn.api_key_env
+        headers = tomlkit.inline_table()
+        headers.update(conn.scope_headers())
+        entry["http_headers"] = headers
+    servers = doc.get("mcp_servers")
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        doc["mcp_servers"] = servers
+    elif not isinstance(servers, dict):
+        raise InvalidInputError(
+            f"mcp_servers in {config} is not a table", "make it a [mcp_servers] table"
+        )
+    current = servers.get(SERVER_NAME)
+    if current is None or _plain(current) != entry.unwrap():
+        servers[SERVER_NAME] = entry
+    after = tomlkit.dumps(doc)
+    notes = ["start a new Codex session to load the memoryd tools"]
+    if scope == "project":
+        notes.append("Codex reads .codex/config.toml only in trusted projects")
+    return ConfigChange(config, before, after, notes)
+
+
+def _plain(item: Any) -> Any:
+    return item.unwrap() if hasattr(item, "unwrap") else item
+
+
+# -- OpenClaw ----------------------------------------------------------------------------
+def openclaw_change(
+    conn: Connection, *, plugin_dir: Path, config: Path | None = None
+) -> ConfigChange:
+    if config is None:
+        explicit = os.environ.get("OPENCLAW_CONFIG_PATH")
+        config = (
+            Path(explicit).expanduser() if explicit else Path.home() / ".openclaw" / "openclaw.json"
+        )
+    manifest = plugin_dir / "openclaw.plugin.json"
+    if not manifest.is_file():
+        raise InvalidInputError(
+            f"no OpenClaw plugin at {plugin_dir} (openclaw.plugin.json is missing)",
+            "pass --plugin-dir pointing at memoryd's integrations/openclaw directory",
+        )
+    before = _read(config)
+    data = _load_json(config, before, openclaw_hint=_openclaw_commands(conn, plugin_dir))
+
+    plugins = _object_at(data, config, "plugins")
+    load = _object_at(plugins, config, "plugins.load")
+    paths = load.setdefault("paths", [])
+    if not isinstance(paths, list):
+        raise InvalidInputError(f"plugins.load.paths in {config} is not a list", "make it a list")
+    if str(plugin_dir) not in paths:
+        paths.append(str(plugin_dir))
+    allow = plugins.get("allow")
+    if isinstance(allow, list) and PLUGIN_ID not in allow:
+        allow.append(PLUGIN_ID)  # an allowlist is in force: memoryd must be on it
+    entries = _object_at(plugins, config, "plugins.entries")
+    entry = _object_at(entries, config, f"plugins.entries.{PLUGIN_ID}")
+    entry["enabled"] = True
+    _object_at(entry, config, "hooks")["allowConversationAccess"] = True
+    plugin_config = _object_at(entry, config, "config")
+    plugin_config["url"] = conn.url.rstrip("/")
+    if conn.api_key_env:
+        plugin_config["apiKey"] = f"${{{conn.api_key_env}}}"
+    if conn.user_id:
+        plugin_config["userId"] = conn.user_id
+
+    servers = _object_at(_object_at(data, config, "mcp"), config, "mcp.servers")
+    if conn.transport == "stdio":
+        server: dict[str, Any] = {"command": conn.command, "args": conn.stdio_args()}
+        if conn.stdio_env():
+            server["env"] = conn.stdio_env()
+    else:
+        headers = conn.scope_headers()
+        if conn.api_key_env:
+            headers["Authorization"] = f"Bearer ${{{conn.api_key_env}}}"
+        server = {"url": conn.mcp_url, "transport": "streamable-http", "headers": headers}
+    servers[SERVER_NAME] = server
+    notes = [
+        "restart the gateway: openclaw gateway restart",
+        f"memoryd serve must be running at {conn.url} for diary capture",
+    ]
+    return ConfigChange(config, before, _dump_json(data, before), notes)
+
+
+def _openclaw_commands(conn: Connection, plugin_dir: Path) -> str:
+    return (
+        "it has comments (JSON5), which setup will not rewrite; run instead: "
+        f"openclaw plugins install --link {plugin_dir} && openclaw plugins enable {PLUGIN_ID} && "
+        f"openclaw config set plugins.entries.{PLUGIN_ID}.hooks.allowConversationAccess true "
+        f"--strict-json && openclaw config set plugins.entries.{PLUGIN_ID}.config.url {conn.url}"
+    )
+
+
+def default_plugin_dir() -> Path:
+    """The plugin in this checkout: ``<repo>/integrations/openclaw`` next to ``src/``."""
+    import memoryd
+
+    return Path(memoryd.__file__).resolve().parents[2] / "integrations" / "openclaw"
+
+
+# -- JSON helpers --------------------------------------------------------------------------
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def _load_json(path: Path, text: str, *, openclaw_hint: str | None = None) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{path} is not plain JSON ({exc.msg} at line {exc.lineno})",
+            openclaw_hint or "fix the file (or move it away) and run setup again",
+        ) from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path} does not hold a JSON object", "fix the file first")
+    return data
+
+
+def _dump_json(data: dict[str, Any], before: str) -> str:
+    """JSON in the file's own indentation (2 spaces when new), ending with a newline."""
+    indent = 2
+    for line in before.splitlines()[1:]:
+        stripped = line.lstrip(" ")
+        if stripped and len(line) > len(stripped):
+            indent = len(line) - len(stripped)
+            break
+    return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+
+
+def _object_at(parent: dict[str, Any], path: Path, name: str) -> dict[str, Any]:
+    key = name.rsplit(".", 1)[-1]
+    value = parent.setdefault(key, {})
+    _require_object(value, path, name)
+    return value
+
+
+def _require_object(value: Any, path: Path, name: str) -> None:
+    if not isinstance(value, dict):
+        raise InvalidInputError(
+            f"{name} in {path} is not an object", f"make {name} a JSON object and run setup again"
+        )
+
+
+# -- the command -------------------------------------------------------------------------
+def memoryd_command() -> str:
+    """The absolute path of this memoryd, so the agent finds it without our PATH."""
+    beside = Path(sys.executable).with_name("memoryd")
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("memoryd") or "memoryd"
+
+
+DEFAULT_AGENT: dict[str, str] = {"claude-code": "claude-code", "codex": "codex", "openclaw": "main"}
+DEFAULT_SCOPE: dict[str, str] = {"claude-code": "project", "codex": "user", "openclaw": "user"}
+
+
+def plan(
+    target: str,
+    *,
+    scope: str | None = None,
+    config: Path | None = None,
+    project_dir: Path | None = None,
+    plugin_dir: Path | None = None,
+    conn: Connection,
+) -> ConfigChange:
+    """The change ``memoryd setup`` would make, without writing anything."""
+    scope = scope or DEFAULT_SCOPE[target]
+    if scope not in ("user", "project"):
+        raise InvalidInputError(f"unknown scope {scope!r}", "use --scope user or --scope project")
+    if target == "claude-code":
+        return claude_code_change(conn, scope=scope, config=config, project_dir=project_dir)
+    if target == "codex":
+        return codex_change(conn, scope=scope, config=config, project_dir=project_dir)
+    if target == "openclaw":
+        if scope != "user":
+            raise InvalidInputError(
+                "OpenClaw has one configuration per user", "run setup openclaw without --scope"
+            )
+        return openclaw_change(conn, plugin_dir=plugin_dir or default_plugin_dir(), config=config)
+    raise InvalidInputError(f"unknown target {target!r}", f"use one of {', '.join(TARGETS)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``memoryd setup`` to the main CLI."""
+    app.command("setup")(setup)
+
+
+def setup(
+    target: Annotated[str, typer.Argument(help="claude-code, codex or openclaw")],
+    scope: Annotated[
+        str | None,
+        typer.Option(help="user or project (default: project for claude-code, user otherwise)"),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="write without asking")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="show the diff only")] = False,
+    config: Annotated[
+        Path | None, typer.Option(help="the configuration file to edit (default: per target)")
+    ] = None,
+    project_dir: Annotated[
+        Path | None, typer.Option(help="project for --scope project (default: here)")
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", "-a", help="agent id the tools act as (default: the target)"),
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="user id (default: mcp.user_id)")
+    ] = None,
+    transport: Annotated[
+        str, typer.Option(help="stdio: start `memoryd mcp`; http: use serve's /mcp")
+    ] = "stdio",
+    url: Annotated[
+        str | None, typer.Option(help="memoryd serve URL (default: server.host/port)")
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(help="env var holding the API key (http and plugin)")
+    ] = None,
+    plugin_dir: Annotated[
+        Path | None, typer.Option(help="the OpenClaw plugin (default: integrations/openclaw)")
+    ] = None,
+) -> None:
+    """Connect Claude Code, Codex or OpenClaw to memoryd: shows the change, then writes it."""
+    try:
+        change = _plan_from_options(
+            target, scope, config, project_dir, agent, user, transport, url, api_key_env, plugin_dir
+        )
+    except MemorydError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        if exc.hint:
+            typer.echo(f"hint: {exc.hint}", err=True)
+        raise typer.Exit(code=2) from None
+    if not change.changed:
+        typer.echo(f"{change.path} already connects {target} to memoryd; nothing to change")
+        return
+    for line in change.diff().splitlines():
+        color = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1])
+        typer.secho(line, fg=color if not line.startswith(("+++", "---")) else None)
+    if dry_run:
+        return
+    if not yes and not _confirm(f"write {change.path}?"):
+        typer.echo("nothing written (run again and answer y, or pass --yes)", err=True)
+        raise typer.Exit(code=1)
+    change.write()
+    typer.echo(f"wrote {change.path}")
+    for note in change.notes:
+        typer.echo(f"next: {note}")
+
+
+def _confirm(question: str) -> bool:
+    """Ask on the terminal; no answer (closed stdin, as in CI) counts as no."""
+    try:
+        return typer.confirm(question, default=False)
+    except typer.Abort:
+        typer.echo(err=True)
+        return False
+
+
+def _plan_from_options(
+    target: str,
+    scope: str | None,
+    config: Path | None,
+    project_dir: Path | None,
+    agent: str | None,
+    user: str | None,
+    transport: str,
+    url: str | None,
+    api_key_env: str | None,
+    plugin_dir: Path | None,
+) -> ConfigChange:
+    if target not in TARGETS:
+        raise InvalidInputError(f"unknown target {target!r}", f"use one of {', '.join(TARGETS)}")
+    if transport not in ("stdio", "http"):
+        raise InvalidInputError(f"unknown transport {transport!r}", "use stdio or http")
+    settings = Settings()
+    agent_id = check_id(agent or DEFAULT_AGENT[target], "--agent", settings.limits, required=True)
+    check_id(user, "--user", settings.limits)
+    if api_key_env is not None and not api_key_env.replace("_", "a").isalnum():
+        raise InvalidInputError(
+            f"--api-key-env {api_key_env!r} is not an environment variable name",
+            "pass the variable's name, e.g. MEMORYD_API_KEY, never the key itself",
+        )
+    assert agent_id is not None
+    server = settings.server
+    conn = Connection(
+        agent_id=agent_id,
+        user_id=user,
+        transport=transport,  # type: ignore[arg-type]
+        url=url or f"http://{server.host}:{server.port}",
+        api_key_env=api_key_env,
+        home=settings.home,
+        command=memoryd_command(),
+    )
+    return plan(
+        target,
+        scope=scope,
+        config=config,
+        project_dir=project_dir,
+        plugin_dir=plugin_dir,
+        conn=conn,
+    )
+
+
+__all__ = [
+    "ConfigChange",
+    "Connection",
+    "claude_code_change",
+    "codex_change",
+    "openclaw_change",
+    "plan",
+    "register",
+]
