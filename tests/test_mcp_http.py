@@ -177,3 +177,27 @@ def test_requests_outside_the_key_are_refused_before_any_tool_runs(keyed: Memory
     assert unnamed.status_code == 403 and "X-Memoryd-Agent" in unnamed.json()["hint"]
     with pytest.raises(Exception), session(server, Authorization="Bearer wrong"):  # noqa: B017
         pass
+
+
+def test_lessons_are_shared_across_agents_read_only(keyed: Memory, server) -> None:  # type: ignore[no-untyped-def]
+    with session(server, Authorization="Bearer k-dev") as dev:
+        lesson = dev.call(
+            "memory_add",
+            text="kiro-cli hangs when a trailing & is added; run it with background=true instead",
+            category="experience",
+        )["results"][0]["id"]
+        dev.call("memory_add", text="Dev's private scratch: try the new linter", category="task")
+    with session(server, Authorization="Bearer k-ops") as ops:
+        found = ops.call("memory_search", query="why does kiro-cli hang?")["results"]
+        assert found[0]["id"] == lesson and found[0]["memory_type"] == "shared"
+        assert found[0]["agent_id"] == "dev"
+        assert 0 < found[0]["parts"]["decay"] <= 1 and "original_score" in found[0]
+        scratch = ops.call("memory_search", query="private scratch linter", top_k=20)["results"]
+        assert all(h["memory_type"] == "shared" for h in scratch)
+        assert [h["event"] for h in ops.call("memory_history", memory_id=lesson)["history"]] == [
+            "ADD"
+        ]
+        denied = ops.error("memory_update", memory_id=lesson, text="rewritten by ops")
+        assert "PermissionDeniedError" in denied and "agent 'dev'" in denied and "Hint:" in denied
+        assert "PermissionDeniedError" in ops.error("memory_delete", memory_id=lesson)
+    assert keyed.get(lesson).text.startswith("kiro-cli hangs")

@@ -21,6 +21,7 @@ from memoryd.core import Memory
 from memoryd.errors import MemorydError, NotFoundError, PermissionDeniedError
 from memoryd.mcp.scope import Scope
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
+from memoryd.search.tiers import SHARED, memory_type
 
 #: The categories a model picks from (seed 000's table, plus ``task``).
 CATEGORIES: dict[str, str] = {
@@ -144,7 +145,10 @@ class MemoryTools:
             offset=offset,
             filters=filters,
         )
-        return {"scope": scope.as_dict(), "results": [record_json(r) for r in records]}
+        return {
+            "scope": scope.as_dict(),
+            "results": [record_json(r, self._type(r)) for r in records],
+        }
 
     @tool_errors
     def memory_history(
@@ -186,6 +190,14 @@ class MemoryTools:
                 "context, consolidated into long-term memory by the nightly dream"
             ),
         ] = "long_term",
+        infer: Annotated[
+            bool,
+            Field(
+                description="true: memoryd splits the text into facts and reconciles each with "
+                "similar memories (ADD, UPDATE, NONE); use it for a longer note. false (default): "
+                "stored as given"
+            ),
+        ] = False,
     ) -> dict[str, Any]:
         """Remember something for later sessions. Write when a decision is made, a
         preference is stated, an environment detail is learned (host, port, path), a
@@ -209,6 +221,7 @@ class MemoryTools:
             run_id=run_id,
             category=category,
             actor=scope.actor,
+            infer=infer,
         )
         return {
             "results": [e.model_dump(mode="json") for e in events],
@@ -238,7 +251,7 @@ class MemoryTools:
             actor=scope.actor,
             reason=reason,
         )
-        return {"result": record_json(new)}
+        return {"result": record_json(new, self._type(new))}
 
     @tool_errors
     def memory_delete(
@@ -266,31 +279,42 @@ class MemoryTools:
         recent_days: int,
         min_score: float | None,
     ) -> list[SearchHit]:
-        categories = [category] if category else None
-        since = self.memory.clock() - timedelta(days=recent_days)
-        passes: list[Filters] = []
-        if tier in ("combined", "long_term"):
-            passes.append(Filters(categories=categories, long_term_only=True))
-        if tier in ("combined", "short_term"):
-            passes.append(Filters(categories=categories, short_term_only=True, created_after=since))
-        hits: dict[str, SearchHit] = {}
-        for filters in passes:
-            for hit in self.memory.search(
+        """One ranked list; ``combined`` is :meth:`Memory.search_combined` merged by score."""
+        base = Filters(categories=[category] if category else None)
+        common: dict[str, Any] = {
+            "user_id": scope.user_id,
+            "agent_id": scope.agent_id,
+            "min_score": min_score,
+        }
+        if tier == "combined":
+            combined = self.memory.search_combined(
                 query,
-                user_id=scope.user_id,
-                agent_id=scope.agent_id,
-                top_k=top_k,
-                min_score=min_score,
-                filters=filters,
-            ):
-                hits.setdefault(hit.id, hit)
-        return sorted(hits.values(), key=lambda h: h.score, reverse=True)[:top_k]
+                long_term_top_k=top_k,
+                short_term_top_k=top_k,
+                recent_days=recent_days,
+                filters=base,
+                **common,
+            )
+            hits = sorted(combined.results, key=lambda h: h.score, reverse=True)
+            return hits[:top_k]
+        if tier == "long_term":
+            filters = base.model_copy(update={"long_term_only": True})
+        else:
+            since = self.memory.clock() - timedelta(days=recent_days)
+            filters = base.model_copy(update={"short_term_only": True, "created_after": since})
+        return self.memory.search(query, top_k=top_k, filters=filters, **common)
 
     def _readable(self, scope: Scope, memory_id: str) -> MemoryRecord:
-        return self._get(scope, memory_id, include_deleted=True)
+        """Own memories, and the user's shared pool (other agents' lessons)."""
+        return self._get(scope, memory_id, include_deleted=True, shared_ok=True)
 
     def _owned(self, scope: Scope, memory_id: str) -> MemoryRecord:
-        record = self._get(scope, memory_id, include_deleted=False)
+        record = self._get(scope, memory_id, include_deleted=False, shared_ok=True)
+        if not scope.owns(record):
+            raise PermissionDeniedError(
+                f"memory {memory_id} is shared by agent {record.agent_id!r}; only it can change it",
+                "write your own memory with memory_add (e.g. the corrected lesson)",
+            )
         if record.origin == Origin.CHUNK:
             where = record.source.citation if record.source else "its Markdown file"
             raise PermissionDeniedError(
@@ -299,7 +323,9 @@ class MemoryTools:
             )
         return record
 
-    def _get(self, scope: Scope, memory_id: str, *, include_deleted: bool) -> MemoryRecord:
+    def _get(
+        self, scope: Scope, memory_id: str, *, include_deleted: bool, shared_ok: bool = False
+    ) -> MemoryRecord:
         """The record, or the same NotFoundError whether it is missing or out of scope."""
         try:
             record = self.memory.get(
@@ -307,9 +333,13 @@ class MemoryTools:
             )
         except NotFoundError:
             raise _not_found(memory_id) from None
-        if not scope.owns(record):
+        shared = shared_ok and self._type(record) == SHARED
+        if not (scope.owns(record) or shared):
             raise _not_found(memory_id)
         return record
+
+    def _type(self, record: MemoryRecord) -> str:
+        return memory_type(record, self.memory.settings.search.shared_categories)
 
     def _today(self) -> str:
         return f"{self.memory.clock():%Y-%m-%d}"
@@ -322,12 +352,6 @@ def _not_found(memory_id: str) -> NotFoundError:
     )
 
 
-def memory_type(record: MemoryRecord) -> str:
-    if record.run_id:
-        return "short_term"
-    return "long_term"
-
-
 def hit_json(hit: SearchHit) -> dict[str, Any]:
     record = hit.record
     out: dict[str, Any] = {
@@ -335,22 +359,24 @@ def hit_json(hit: SearchHit) -> dict[str, Any]:
         "memory": hit.text,
         "score": round(hit.score, 6),
         "parts": hit.parts.model_dump(exclude_none=True),
-        "memory_type": memory_type(record),
+        "memory_type": hit.memory_type,
         "category": record.category,
         "agent_id": record.agent_id,
         "created_at": record.created_at.isoformat(),
     }
+    if hit.original_score is not None:
+        out["original_score"] = round(hit.original_score, 6)
     if record.source is not None:
         out["citation"] = record.source.citation
     return out
 
 
-def record_json(record: MemoryRecord) -> dict[str, Any]:
+def record_json(record: MemoryRecord, kind: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": record.id,
         "memory": record.text,
         "category": record.category,
-        "memory_type": memory_type(record),
+        "memory_type": kind,
         "agent_id": record.agent_id,
         "state": str(record.state),
         "created_at": record.created_at.isoformat(),
