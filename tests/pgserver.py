@@ -45,6 +45,11 @@ TEMPLATE = "memoryd_test_template"  # a database with the vector extension, copi
 _counter = itertools.count()
 
 
+def enabled() -> bool:
+    """Whether this run includes PostgreSQL (as conftest's ``store_url`` decides)."""
+    return bool(os.environ.get("MEMORYD_TEST_PG_URL")) or os.environ.get("MEMORYD_TEST_PG") == "1"
+
+
 def _pg_bin() -> Path:
     # Find the wheel without importing it: importing runs platformdirs/fasteners at
     # import time (an XDG_RUNTIME_DIR warning and a lock file under /tmp).

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from memoryd.cli_store import register as register_store_commands
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
 from memoryd.mcp.cli import register as register_mcp
@@ -281,6 +282,7 @@ def serve(
 
 register_mcp(app)
 register_setup(app)
+register_store_commands(app)
 
 
 def main() -> None:

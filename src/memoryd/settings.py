@@ -36,6 +36,7 @@ class PostgresStoreSettings(BaseModel):
     hnsw_m: int = Field(default=16, ge=2, le=100)
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
     ef_search: int = Field(default=100, ge=1, le=1000)  # raised to the limit when smaller
+    index_build_memory: str = Field(default="512MB", pattern=r"^\d+(kB|MB|GB)$")  # bulk_load
 
 
 class StoreSettings(BaseModel):

@@ -117,6 +117,10 @@ class Store(Protocol):
         ...
 
     # -- bulk copy (``memoryd store migrate``) ----------------------------------------------
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """Many writes are coming: a store may defer index building to the block's end."""
+        ...
+
     def export_memories(
         self, after: int, limit: int
     ) -> tuple[builtins.list[MemoryRecord], builtins.list[HistoryEntry], int]:

@@ -115,6 +115,13 @@ def _utc(dt: datetime | None) -> datetime | None:
     return None if dt is None else dt.astimezone(UTC)
 
 
+def _to_numpy(value: Any) -> np.ndarray:
+    """pgvector loads ``vector`` columns as its own ``Vector`` type."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.array(value, dtype=np.float32)  # a writable copy, like SQLite's
+
+
 def _json_or_none(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
@@ -153,6 +160,7 @@ class PostgresStore:
         self._local = threading.local()
         self._dims: set[int] = set()
         self._dims_lock = threading.Lock()
+        self._deferring = 0  # > 0 inside bulk_load()
         self._migrate()
         self._pool: ConnectionPool = pool_class(
             self._dsn,
@@ -349,8 +357,9 @@ class PostgresStore:
         return {int(r[0].rsplit("_", 1)[1]) for r in rows}
 
     def _ensure_index(self, conn: psycopg.Connection[Any], dim: int) -> None:
-        """Create the partial HNSW index for ``dim`` in the current transaction."""
-        if dim in self._dims or dim > _MAX_HALFVEC_DIM:
+        """Create the partial HNSW index for ``dim`` in the current transaction
+        (inside ``bulk_load()``: leave it to the end of the load)."""
+        if dim in self._dims or dim > _MAX_HALFVEC_DIM or self._deferring:
             return
         name = f"memories_hnsw_{dim}"
         exists = conn.execute(
@@ -361,20 +370,61 @@ class PostgresStore:
             with self._dims_lock:
                 self._dims.add(dim)
             return
-        cast, ops = _vector_sql(dim)
         conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
             (f"memoryd:index:{self._schema}:{dim}",),
         )
-        conn.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON {self.t_memories}"
+        conn.execute(self._index_sql(dim))
+        with self._dims_lock:
+            self._dims.add(dim)
+
+    def _index_sql(self, dim: int) -> str:
+        cast, ops = _vector_sql(dim)
+        return (
+            f"CREATE INDEX IF NOT EXISTS memories_hnsw_{dim} ON {self.t_memories}"
             f" USING hnsw ((embedding::{cast}) {ops})"
             f" WITH (m = {self.settings.hnsw_m},"
             f" ef_construction = {self.settings.hnsw_ef_construction})"
             f" WHERE vector_dims(embedding) = {dim}"
         )
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Many rows are coming: an HNSW index that does not exist yet is built once,
+        when the block ends, which is several times faster than growing the graph
+        row by row. Indexes that already exist are kept up to date as usual. If the
+        block fails, the next write of that dimension builds the index instead."""
         with self._dims_lock:
-            self._dims.add(dim)
+            self._deferring += 1
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            with self._dims_lock:
+                self._deferring -= 1
+                last = self._deferring == 0
+            if ok and last:
+                self._build_missing_indexes()
+
+    def _build_missing_indexes(self) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "SELECT set_config('maintenance_work_mem', %s, false)",
+                (self.settings.index_build_memory,),
+            )
+            dims = [
+                int(r[0])
+                for r in conn.execute(
+                    f"SELECT DISTINCT vector_dims(embedding) FROM {self.t_memories}"
+                    " WHERE embedding IS NOT NULL"
+                )
+            ]
+            for dim in dims:
+                if dim in self._indexed_dims() or dim > _MAX_HALFVEC_DIM:
+                    continue
+                with conn.transaction():
+                    self._ensure_index(conn, dim)
 
     # -- small state ----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -464,7 +514,7 @@ class PostgresStore:
             hash=text_hash,
         )
         if len(row) > 17 and row[17] is not None:
-            record.embedding = np.asarray(row[17], dtype=np.float32)
+            record.embedding = _to_numpy(row[17])
         return record
 
     @staticmethod
@@ -622,7 +672,7 @@ class PostgresStore:
             ).fetchone()
         if not row or row[0] is None:
             return None
-        return np.asarray(row[0], dtype=np.float32)
+        return _to_numpy(row[0])
 
     def update(
         self,

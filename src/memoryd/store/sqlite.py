@@ -796,6 +796,11 @@ class SQLiteStore:
             )
 
     # -- bulk copy (memoryd store migrate) --------------------------------------------------------
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Nothing to defer: FTS5 and the vector matrix are cheap to keep current."""
+        yield
+
     def export_memories(
         self, after: int, limit: int
     ) -> tuple[builtins.list[MemoryRecord], builtins.list[HistoryEntry], int]:

@@ -1,0 +1,102 @@
+"""``memoryd store ...``: store maintenance. Registered on the main CLI by :func:`register`.
+
+``memoryd store migrate --to URL [--from URL]`` copies a whole store (SQLite ⇄
+PostgreSQL); the work is :func:`memoryd.store.migrate.migrate`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.table import Table
+
+from memoryd.errors import MemorydError
+from memoryd.settings import Settings
+from memoryd.store import Store, open_store
+from memoryd.store.migrate import MigrateReport, migrate
+
+store_app = typer.Typer(
+    help="Store maintenance: copy a store between SQLite and PostgreSQL.",
+    no_args_is_help=True,
+)
+_out = Console()
+_err = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``memoryd store ...`` to ``app``."""
+    app.add_typer(store_app, name="store")
+
+
+def _fail(exc: MemorydError) -> typer.Exit:
+    _err.print(f"[red]error:[/red] {exc.message}")
+    if exc.hint:
+        _err.print(f"[yellow]hint:[/yellow] {exc.hint}")
+    return typer.Exit(code=2)
+
+
+@store_app.command("migrate")
+def migrate_command(
+    to: Annotated[
+        str, typer.Option("--to", help="target store: postgresql://user@host/db or a SQLite path")
+    ],
+    source_url: Annotated[
+        str | None,
+        typer.Option("--from", help="source store URL (default: the configured store)"),
+    ] = None,
+    batch: Annotated[int, typer.Option(help="memories per transaction")] = 500,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
+) -> None:
+    """Copy every memory (with vectors and history), the embedding cache and pipeline
+    state into another store. Resumable: run it again after an interruption."""
+    settings = Settings()
+    stores: list[Store] = []
+    try:
+        source = open_store(source_url or settings.store_url, settings.store)
+        stores.append(source)
+        target = open_store(to, settings.store)
+        stores.append(target)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=_err,
+            disable=as_json or not _err.is_terminal,
+        ) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def show(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(phase, total=total)
+                bar.update(tasks[phase], completed=done, total=max(total, done))
+
+            report = migrate(source, target, batch=batch, progress=show)
+    except MemorydError as exc:
+        raise _fail(exc) from None
+    finally:
+        for store in stores:
+            store.close()
+    if as_json:
+        sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
+        return
+    _print_report(report)
+
+
+def _print_report(report: MigrateReport) -> None:
+    verb = "resumed and copied" if report.resumed else "copied"
+    _out.print(
+        f"{verb} {report.copied} memories from {report.source} to {report.target}"
+        + (f" ({report.skipped} already there)" if report.skipped else "")
+    )
+    table = Table("rows", "source", "target")
+    for key in ("memories", "history", "cache"):
+        table.add_row(
+            key, str(report.source_totals.get(key, 0)), str(report.target_totals.get(key, 0))
+        )
+    _out.print(table)
+    _out.print(f"[green]counts match[/green]; {report.kv} pipeline state keys copied")

@@ -1,0 +1,259 @@
+"""What only the PostgreSQL store has to get right: its indexes really serve the
+queries, dimensions change without ALTER TABLE, the schema is its own, threads
+do not share transactions, and failures say what to do. The behaviour shared
+with SQLite is in test_store_contract.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+
+from memoryd.errors import InvalidInputError, StoreError
+from memoryd.models import Filters, MemoryRecord
+from memoryd.settings import StoreSettings
+from memoryd.store import open_store
+from memoryd.store.postgres import PostgresStore
+from tests import pgserver
+
+pytestmark = pytest.mark.skipif(
+    not pgserver.enabled(), reason="PostgreSQL tests run with MEMORYD_TEST_PG=1"
+)
+
+
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[str]:
+    url = pgserver.fresh_database(pg_url)
+    yield url
+    pgserver.drop_database(url)
+
+
+@pytest.fixture
+def pg(pg_db: str) -> Iterator[PostgresStore]:
+    store = open_store(pg_db)
+    assert isinstance(store, PostgresStore)
+    yield store
+    store.close()
+
+
+def unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    v = rng.normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def records(vectors: np.ndarray, prefix: str = "r", **kw: object) -> list[MemoryRecord]:
+    out = []
+    for i, v in enumerate(vectors):
+        user = kw.get("user_id") or ("alice" if i % 100 == 0 else "bob")
+        r = MemoryRecord(id=f"{prefix}{i}", text=f"note number {i}", user_id=str(user))
+        r.embedding = v
+        out.append(r)
+    return out
+
+
+def plan(pg: PostgresStore, vector: np.ndarray, where: str = "") -> str:
+    dim = vector.shape[-1]
+    with psycopg.connect(pg._dsn) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        rows = conn.execute(
+            f"EXPLAIN SELECT id FROM {pg.t_memories} WHERE vector_dims(embedding) = {dim}"
+            f" {where} ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT 10",
+            (vector,),
+        ).fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def test_bulk_load_builds_the_index_once_at_the_end(pg: PostgresStore) -> None:
+    rng = np.random.default_rng(6)
+    with pg.bulk_load():
+        pg.add(records(unit(rng, 50, 16), "a"))
+        with pg.bulk_load():  # nested: still deferred
+            pg.add(records(unit(rng, 50, 16), "b"))
+        assert 16 not in pg._indexed_dims()
+        assert pg.integrity_check() == ["no HNSW index for 16-dimensional vectors"]
+        assert len(pg.vector_search(unit(rng, 1, 16)[0], Filters(), 10)) == 10  # exact scan
+    assert 16 in pg._indexed_dims() and pg.integrity_check() == []
+    with pytest.raises(RuntimeError), pg.bulk_load():
+        pg.add(records(unit(rng, 5, 20), "c"))
+        raise RuntimeError("killed mid-load")
+    assert 20 not in pg._indexed_dims()  # committed rows, no index yet...
+    pg.add(records(unit(rng, 1, 20), "d"))
+    assert 20 in pg._indexed_dims()  # ...until the next write of that dimension
+
+
+def test_hnsw_index_serves_vector_search_with_high_recall(pg: PostgresStore) -> None:
+    rng = np.random.default_rng(7)
+    vectors = unit(rng, 3000, 32)
+    with pg.bulk_load():
+        pg.add(records(vectors))
+    with psycopg.connect(pg._dsn, autocommit=True) as conn:
+        conn.execute(f"ANALYZE {pg.t_memories}")
+    queries = unit(rng, 20, 32)
+    assert "memories_hnsw_32" in plan(pg, queries[0])  # the expression index really matches
+    found = 0
+    for q in queries:
+        exact = {f"r{i}" for i in np.argsort(-(vectors @ q))[:10]}
+        hits = pg.vector_search(q, Filters(), 10)
+        assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+        found += len(exact & {i for i, _ in hits})
+    assert found / (10 * len(queries)) >= 0.95
+
+
+def test_selective_filter_still_fills_the_limit(pg: PostgresStore) -> None:
+    rng = np.random.default_rng(8)
+    vectors = unit(rng, 3000, 16)
+    with pg.bulk_load():
+        pg.add(records(vectors))  # alice owns 30 of 3000
+    hits = pg.vector_search(unit(rng, 1, 16)[0], Filters(user_id="alice"), 20)
+    assert len(hits) == 20 and all(int(i[1:]) % 100 == 0 for i, _ in hits)
+
+
+def test_a_second_dimension_gets_its_own_index_and_never_mixes(pg: PostgresStore) -> None:
+    rng = np.random.default_rng(9)
+    small, large = unit(rng, 5, 8), unit(rng, 5, 12)
+    pg.add(records(small, "s"))
+    pg.add(records(large, "l"))  # a model change midway through `memoryd reindex`
+    assert {i for i, _ in pg.vector_search(small[0], Filters(), 10)} == {f"s{i}" for i in range(5)}
+    assert pg.vector_search(large[2], Filters(), 1)[0][0] == "l2"
+    assert set(pg.vector_scores(large[2], ["s1", "l2"])) == {"l2"}
+    assert pg._indexed_dims() >= {8, 12} and pg.integrity_check() == []
+
+
+def test_index_created_in_a_rolled_back_transaction_is_recreated(pg: PostgresStore) -> None:
+    rng = np.random.default_rng(10)
+    with pytest.raises(RuntimeError), pg.atomic():
+        pg.add(records(unit(rng, 2, 24), "x"))
+        raise RuntimeError("boom")
+    assert 24 not in pg._indexed_dims()
+    pg.add(records(unit(rng, 2, 24), "y"))
+    assert 24 in pg._indexed_dims() and pg.integrity_check() == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "it's o'clock \\ back'slash",
+        "a & b | !c <-> (d) :* e:A",
+        "or and not",
+        "'; DROP SCHEMA memoryd CASCADE; --",
+        "\u0000 nul",
+    ],
+)
+def test_keyword_query_syntax_is_never_interpreted(pg: PostgresStore, query: str) -> None:
+    r = MemoryRecord(
+        id="m1", text="It's five o'clock: back up the slash and the ampersand", user_id="a"
+    )
+    r.embedding = np.ones(4, dtype=np.float32) / 2
+    pg.add([r])
+    hits = pg.keyword_search(query, Filters(), 5)
+    assert all(0.0 <= s <= 1.0 for _, s in hits)
+    assert pg.get("m1") is not None  # and nothing was dropped
+
+
+def test_keyword_search_stems_and_ignores_stop_words(pg: PostgresStore) -> None:
+    docs = ["The runners were running fast", "A quiet library", "the the the"]
+    for n, text in enumerate(docs):
+        r = MemoryRecord(id=f"d{n}", text=text, user_id="a")
+        r.embedding = np.ones(4, dtype=np.float32) / 2
+        pg.add([r])
+    assert [i for i, _ in pg.keyword_search("run", Filters(), 5)] == ["d0"]
+    assert pg.keyword_search("the", Filters(), 5) == []  # only stop words: no match at all
+    assert pg.keyword_search("libraries", Filters(), 5)[0] == ("d1", 1.0)
+
+
+def test_schemas_keep_two_stores_apart_in_one_database(pg_db: str) -> None:
+    one = open_store(pg_db)
+    two = open_store(pg_db, StoreSettings(postgres={"db_schema": "team_b"}))
+    try:
+        r = MemoryRecord(id="m1", text="only in the default schema", user_id="a")
+        r.embedding = np.ones(4, dtype=np.float32) / 2
+        one.add([r])
+        assert two.get("m1") is None and two.count(Filters()) == 0
+        with one.run_lock("job") as a, two.run_lock("job") as b:
+            assert a and b  # locks are per schema too
+    finally:
+        one.close()
+        two.close()
+
+
+def test_refuses_a_schema_another_program_owns(pg_db: str) -> None:
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA crm; CREATE TABLE crm.customers (id int)")
+    with pytest.raises(StoreError, match="did not create") as info:
+        open_store(pg_db, StoreSettings(postgres={"db_schema": "crm"}))
+    assert "DB_SCHEMA" in (info.value.hint or "")
+
+
+def test_threads_do_not_share_a_transaction(pg: PostgresStore) -> None:
+    inside, release = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def writer() -> None:
+        with pg.atomic():
+            r = MemoryRecord(id="w1", text="uncommitted for now", user_id="a")
+            r.embedding = np.ones(4, dtype=np.float32) / 2
+            pg.add([r])
+            seen["inside"] = pg.get("w1") is not None  # its own transaction sees it
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert inside.wait(10)
+    seen["other thread"] = pg.get("w1")  # another thread, same handle: not yet
+    release.set()
+    thread.join(10)
+    assert seen == {"inside": True, "other thread": None}
+    assert pg.get("w1") is not None
+
+
+def test_nul_in_context_is_a_clear_error_and_stores_nothing(pg: PostgresStore) -> None:
+    r = MemoryRecord(id="n1", text="fine", context="bad\x00heading", user_id="a")
+    r.embedding = np.ones(4, dtype=np.float32) / 2
+    with pytest.raises(InvalidInputError) as info:
+        pg.add([r])
+    assert "NUL" in (info.value.hint or "")
+    assert pg.get("n1") is None and pg.history("n1") == []
+
+
+def test_unreachable_server_is_a_store_error_without_the_password() -> None:
+    with pytest.raises(StoreError, match="cannot connect") as info:
+        open_store(
+            "postgresql://memoryd:hunter2@127.0.0.1:1/memoryd",
+            StoreSettings(postgres={"connect_timeout_s": 2}),
+        )
+    assert "hunter2" not in str(info.value) and "***" in str(info.value)
+    assert "running" in (info.value.hint or "")
+
+
+def test_missing_driver_names_the_pip_line() -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"  # as if it were not installed
+        "from memoryd.errors import DependencyMissingError\n"
+        "from memoryd.store import open_store\n"
+        "try:\n"
+        "    open_store('postgresql://u@127.0.0.1:1/db')\n"
+        "except DependencyMissingError as e:\n"
+        "    print(e.hint)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "pip install 'memoryd[postgres]'"
+
+
+def test_redacted_url_is_what_status_shows(pg_db: str) -> None:
+    from memoryd.store.postgres import redact
+
+    assert redact("postgresql://u:pw@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert redact("postgresql://u@h/db") == "postgresql://u@h/db"
+    store = open_store(pg_db.replace("postgresql://", "postgres://"))  # the alias works
+    try:
+        assert store.url == pg_db
+    finally:
+        store.close()
