@@ -1,0 +1,237 @@
+"""The pipeline registry: every pipeline by name, what it needs, and what it returns.
+
+A pipeline is one function of a :class:`PipelineContext` (the ``Memory``, the
+agents' workspaces, a clock, the dry-run flag, the agent filter, the run id and
+a logger) that returns a :class:`RunResult` (counts, notes, errors). It is
+registered once, under a unique name, with a default schedule::
+
+    from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
+
+    @pipeline("decay", schedule="30 3 * * *", description="expired memories -> lessons")
+    def decay(ctx: PipelineContext) -> RunResult:
+        result = RunResult()
+        for agent in ctx.agents():          # the --agent filter, or every known agent
+            ws = ctx.workspace(agent)       # memoryd.workspace.Workspace
+            ...
+            if not ctx.dry_run:
+                ctx.memory.delete(mid, actor=ctx.actor, reason="...")
+            result.count("archived")
+        return result
+
+The API (kept stable; other modules register into it):
+
+* ``@pipeline(name, *, schedule, description)`` registers the function and
+  returns it unchanged. ``schedule`` is a 5-field crontab (``"*/15 * * * *"``,
+  ``"0 2 * * *"``) in ``settings.pipelines.timezone``; ``settings.pipelines.
+  schedules[name]`` overrides it and ``settings.pipelines.disabled`` turns a
+  pipeline off in ``serve`` (it still runs with ``memoryd run``).
+* ``get(name)`` / ``all_specs()`` look pipelines up; built-in pipeline modules
+  (:data:`BUILTIN_MODULES`) are imported on first lookup, so registering is just
+  defining the function in one of them.
+* A pipeline must be safe to kill at any instant and to run again: it keeps
+  its progress in ``ctx.memory.store`` (``kv_get``/``kv_set`` inside
+  ``store.atomic()`` together with the writes it covers), never in memory.
+* With ``ctx.dry_run`` it writes nothing (no memories, no kv, no files) and
+  says in ``counts``/``notes`` what it would have done.
+* Memory writes carry ``actor=ctx.actor`` (``"<name>:<run_id>"``) so a run's
+  changes can be found in history (``memoryd dream rollback`` does).
+* Raising fails the run (recorded with the error); a problem with one agent
+  that should not stop the others goes into ``result.errors`` instead, which
+  also marks the run ``error`` but keeps the counts.
+
+Running (lock, run record, interrupted runs) is :mod:`memoryd.pipelines.runs`'s
+job; scheduling is :mod:`memoryd.pipelines.scheduler`'s.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memoryd.errors import InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from memoryd.core import Memory
+    from memoryd.settings import Settings
+    from memoryd.workspace import Workspace
+
+Clock = Callable[[], datetime]
+
+#: Modules that define the built-in pipelines; imported lazily, in this order. A module
+#: that does not exist yet (a pipeline still being written) is skipped.
+BUILTIN_MODULES = (
+    "memoryd.pipelines.digest",
+    "memoryd.pipelines.sync",
+    "memoryd.pipelines.dream",
+    "memoryd.pipelines.promote",
+    "memoryd.pipelines.decay",
+    "memoryd.pipelines.lessons",
+)
+
+
+@dataclass
+class RunResult:
+    """What one run did: ``counts`` (e.g. ``{"batches": 3, "added": 12}``), ``notes``
+    (human-readable lines: what was skipped and why, what a dry run would do) and
+    ``errors`` (problems that did not stop the run; any makes its status ``error``)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def error(self, text: str) -> None:
+        self.errors.append(text)
+
+    def merge(self, other: RunResult) -> None:
+        for k, v in other.counts.items():
+            self.count(k, v)
+        self.notes.extend(other.notes)
+        self.errors.extend(other.errors)
+
+    @property
+    def status(self) -> str:
+        return "error" if self.errors else "ok"
+
+
+@dataclass
+class PipelineContext:
+    """Everything a pipeline may use. Pipelines call ``memory`` (never the layers
+    below it directly, except ``memory.store`` for kv progress and ``atomic()``)."""
+
+    memory: Memory
+    name: str
+    run_id: str
+    clock: Clock
+    dry_run: bool = False
+    agent: str | None = None  # only this agent; None: every known agent
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("memoryd.pipelines"))
+    options: dict[str, Any] = field(default_factory=dict)  # pipeline-specific, e.g. from the CLI
+
+    @property
+    def settings(self) -> Settings:
+        return self.memory.settings
+
+    @property
+    def user_id(self) -> str:
+        """The user that owns the workspaces' memories (``workspace.user_id``)."""
+        return self.memory.settings.workspace.user_id
+
+    @property
+    def actor(self) -> str:
+        """What memory writes of this run are attributed to in history."""
+        return f"{self.name}:{self.run_id}"
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def agents(self) -> list[str]:
+        """The agents this run covers: the ``--agent`` filter, or every known agent."""
+        from memoryd.workspace import known_agents
+
+        if self.agent is not None:
+            return [self.agent]
+        return known_agents(self.memory.settings, self.memory.store)
+
+    def workspace(self, agent_id: str) -> Workspace:
+        from memoryd.workspace import resolve_workspace
+
+        return resolve_workspace(self.memory.settings, agent_id, self.memory.store)
+
+
+PipelineFn = Callable[[PipelineContext], RunResult]
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    fn: PipelineFn
+    schedule: str  # 5-field crontab, in settings.pipelines.timezone
+    description: str
+
+
+_REGISTRY: dict[str, PipelineSpec] = {}
+_loaded = False
+
+
+def _check_crontab(expr: str, name: str) -> str:
+    fields = expr.split()
+    if len(fields) != 5:
+        raise InvalidInputError(
+            f"schedule {expr!r} of pipeline {name!r} is not a 5-field crontab",
+            'write "minute hour day month weekday", e.g. "*/15 * * * *" or "0 2 * * *"',
+        )
+    return " ".join(fields)
+
+
+def register(spec: PipelineSpec) -> PipelineSpec:
+    """Add ``spec``; registering the same function again (a module reload) is harmless."""
+    old = _REGISTRY.get(spec.name)
+    if old is not None and (old.fn.__module__, old.fn.__qualname__) != (
+        spec.fn.__module__,
+        spec.fn.__qualname__,
+    ):
+        raise InvalidInputError(
+            f"two pipelines are named {spec.name!r}: {old.fn.__module__} and {spec.fn.__module__}",
+            "give one of them another name",
+        )
+    _REGISTRY[spec.name] = PipelineSpec(
+        spec.name, spec.fn, _check_crontab(spec.schedule, spec.name), spec.description
+    )
+    return _REGISTRY[spec.name]
+
+
+def pipeline(
+    name: str, *, schedule: str, description: str = ""
+) -> Callable[[PipelineFn], PipelineFn]:
+    """Register the decorated function as pipeline ``name`` (see the module docstring)."""
+
+    def wrap(fn: PipelineFn) -> PipelineFn:
+        doc = description or (fn.__doc__ or "").strip().split("\n")[0]
+        register(PipelineSpec(name, fn, schedule, doc))
+        return fn
+
+    return wrap
+
+
+def load_builtin() -> None:
+    """Import the built-in pipeline modules (each registers itself)."""
+    global _loaded
+    if _loaded:
+        return
+    for module in BUILTIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # the module exists, one of its imports is missing
+                raise
+    _loaded = True
+
+
+def all_specs() -> list[PipelineSpec]:
+    """Every registered pipeline, built-in ones in :data:`BUILTIN_MODULES` order."""
+    load_builtin()
+    order = {m: n for n, m in enumerate(BUILTIN_MODULES)}
+    return sorted(
+        _REGISTRY.values(), key=lambda s: (order.get(s.fn.__module__, len(order)), s.name)
+    )
+
+
+def get(name: str) -> PipelineSpec:
+    load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(s.name for s in all_specs()) or "none"
+        raise NotFoundError(
+            f"no pipeline named {name!r}", f"pick one of: {known} (see `memoryd pipelines`)"
+        ) from None
