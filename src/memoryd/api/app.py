@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 import memoryd
 from memoryd.api.routes_diary import router as diary_router
 from memoryd.api.routes_memory import router as memory_router
+from memoryd.api.ui import router as ui_router
 from memoryd.audit import AuditLog, AuditMiddleware
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     from memoryd.mcp.server import mount as mount_mcp  # lazy: the MCP SDK imports api.auth
 
     mount_mcp(app, mem)
+    app.include_router(ui_router)  # the dashboard at /ui
     return app
 
 
