@@ -1,0 +1,134 @@
+"""Two ``memoryd serve`` processes on one PostgreSQL database: each serves reads
+and writes, and each sees what the other wrote at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests import pgserver
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.skipif(
+    not pgserver.enabled(), reason="PostgreSQL tests run with MEMORYD_TEST_PG=1"
+)
+
+
+class Server:
+    """``memoryd serve`` in a subprocess on a free port."""
+
+    def __init__(self, name: str, store_url: str, tmp_path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tmp_path / f"{name}.log"
+        env = {
+            **os.environ,
+            "MEMORYD_HOME": str(tmp_path / name),
+            "MEMORYD_STORE__URL": store_url,
+            "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(tmp_path / "openclaw"),
+            "MEMORYD_WORKSPACE__WATCH": "false",
+        }
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "memoryd.cli", "serve", "--port", str(self.port)],
+                env=env,
+                cwd=tmp_path,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited:\n{self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"server did not start:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def add(self, text: str, user: str = "alice") -> str:
+        r = httpx.post(
+            f"{self.url}/memory/add",
+            json={"text": text, "user_id": user, "infer": False},
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+        (event,) = r.json()["results"]
+        assert event["event"] == "ADD"
+        return str(event["id"])
+
+    def search(self, query: str, user: str = "alice") -> list[str]:
+        r = httpx.post(
+            f"{self.url}/memory/search", json={"query": query, "user_id": user}, timeout=30
+        )
+        assert r.status_code == 200, r.text
+        return [hit["memory"] for hit in r.json()["results"]]
+
+
+@pytest.fixture
+def servers(pg_url: str, tmp_path: Path) -> Iterator[tuple[Server, Server]]:
+    db = pgserver.fresh_database(pg_url)
+    a = Server("a", db, tmp_path)
+    b = Server("b", db, tmp_path)  # both start at once: migrations must not collide
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()
+        pgserver.drop_database(db)
+
+
+def test_two_servers_share_one_database(servers: tuple[Server, Server]) -> None:
+    a, b = servers
+    assert httpx.get(f"{a.url}/health").json()["store"] == "postgresql"
+
+    from_a = a.add("Deploys go through ArgoCD on cluster prod-eu-1")
+    b.add("The staging database runs PostgreSQL 16 on port 5433")
+    assert b.search("how do we deploy?")[0].startswith("Deploys go through ArgoCD")
+    assert a.search("which port does the staging database use")[0].startswith("The staging")
+
+    r = httpx.put(
+        f"{b.url}/memory/update",
+        json={"memory_id": from_a, "text": "Deploys go through Flux on cluster prod-eu-2"},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    history = httpx.get(f"{a.url}/memory/history/{from_a}", timeout=30).json()["results"]
+    assert [e["event"] for e in history] == ["ADD", "UPDATE"]
+    got = httpx.get(f"{a.url}/memory/{from_a}", timeout=30).json()["result"]
+    assert got["memory"].startswith("Deploys go through Flux")
+
+    def write(n: int) -> str:
+        return (a, b)[n % 2].add(f"parallel note {n} about topic {n * 7}", user="bob")
+
+    with ThreadPoolExecutor(8) as pool:  # writes through both servers at the same time
+        ids = list(pool.map(write, range(24)))
+    assert len(set(ids)) == 24
+    for server in (a, b):
+        listed = httpx.get(
+            f"{server.url}/memory/list", params={"user_id": "bob", "limit": 100}, timeout=30
+        ).json()
+        assert len(listed["results"]) == 24
