@@ -69,6 +69,8 @@ def store(store_url: str) -> Iterator[Store]:
 def settings(tmp_path: Path, store_url: str) -> Settings:
     s = Settings(home=tmp_path / "home")
     s.store.url = store_url
+    s.workspace.openclaw_dir = tmp_path / "openclaw"  # never the real ~/.openclaw
+    s.workspace.watch = False  # tests that want the workspace watcher turn it on
     return s
 
 

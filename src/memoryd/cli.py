@@ -17,11 +17,14 @@ from rich.progress import Progress
 from rich.table import Table
 
 from memoryd.cli_store import register as register_store_commands
+from memoryd.cli_workspace import print_workspace_status
+from memoryd.cli_workspace import register as register_workspace
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
 from memoryd.mcp.cli import register as register_mcp
 from memoryd.models import HistoryEntry, MemoryRecord, SearchHit
 from memoryd.settings import Settings
+from memoryd.workspace.status import all_workspace_status
 from memoryd.setup_agents import register as register_setup
 
 app = typer.Typer(
@@ -239,14 +242,17 @@ def _history_table(entries: list[HistoryEntry]) -> None:
 
 @app.command()
 def status(as_json: JsonOpt = False) -> None:
-    """Store, model and counts."""
+    """Store, model and counts; per agent: files, chunks, last index, files waiting."""
     with _memory() as mem:
         info = mem.status()
+        info["workspaces"] = all_workspace_status(mem)
     if as_json:
         _print_json(info)
         return
     for key, value in info.items():
-        console.print(f"[bold]{key}[/bold]: {value}")
+        if key != "workspaces":
+            console.print(f"[bold]{key}[/bold]: {value}")
+    print_workspace_status(console, info["workspaces"])
 
 
 @app.command()
@@ -283,6 +289,9 @@ def serve(
 register_mcp(app)
 register_setup(app)
 register_store_commands(app)
+
+
+register_workspace(app)
 
 
 def main() -> None:

@@ -15,12 +15,14 @@ from starlette.concurrency import run_in_threadpool
 
 import memoryd
 from memoryd.api.routes_diary import router as diary_router
+from memoryd.api.routes_workspace import router as workspace_router
 from memoryd.api.routes_memory import router as memory_router
 from memoryd.api.ui import router as ui_router
 from memoryd.audit import AuditLog, AuditMiddleware
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
 from memoryd.settings import Settings
+from memoryd.workspace.watcher import watching as watch_workspaces
 
 
 def create_app(settings: Settings | None = None, memory: Memory | None = None) -> FastAPI:
@@ -29,7 +31,8 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with watch_workspaces(mem):  # re-indexes edited workspace files (workspace.watch)
+            yield
         audit_log.close()
         if memory is None:
             mem.close()
@@ -78,6 +81,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
 
     app.include_router(memory_router)  # /memory/* (the seed's routes) and mem0's /memories
     app.include_router(diary_router)
+    app.include_router(workspace_router)
     from memoryd.mcp.server import mount as mount_mcp  # lazy: the MCP SDK imports api.auth
 
     mount_mcp(app, mem)

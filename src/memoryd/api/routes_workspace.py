@@ -1,0 +1,196 @@
+"""Workspace routes: memory_get, memory_search, session-start context, session
+notes, the pre-compaction flush, indexing and per-agent status.
+
+Workspace files belong to ``workspace.user_id`` and the agent, so every route
+checks the caller's key against that pair before touching a file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from memoryd.api.auth import Principal, principal
+from memoryd.core import Memory
+from memoryd.workspace import Workspace, known_agents, resolve_workspace
+from memoryd.workspace.context import build_context
+from memoryd.workspace.files import memory_get
+from memoryd.workspace.indexer import index_workspace
+from memoryd.workspace.search import memory_search
+from memoryd.workspace.sessions import flush, write_session_note
+from memoryd.workspace.status import workspace_status
+
+router = APIRouter(prefix="/v1", tags=["workspace"])
+
+
+def _memory(request: Request) -> Memory:
+    mem: Memory = request.app.state.memory
+    return mem
+
+
+def _workspace(mem: Memory, p: Principal, agent_id: str) -> Workspace:
+    """The agent's workspace, after checking the key may act for its owner and agent."""
+    ws = resolve_workspace(mem.settings, agent_id, mem.store)
+    p.check(mem.settings.workspace.user_id, agent_id)
+    return ws
+
+
+@router.get("/memory_get")
+@router.get("/memory/get", include_in_schema=False)
+async def get_file(
+    request: Request,
+    agent_id: str,
+    path: str,
+    from_line: int | None = Query(default=None, alias="from", description="first line, 1-based"),
+    lines: int | None = Query(default=None, description="how many lines (default: to the end)"),
+    p: Principal = Depends(principal),
+) -> dict[str, Any]:
+    """Lines of a workspace memory file; empty text when the file does not exist."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        return memory_get(_workspace(mem, p, agent_id), path, from_line, lines).to_json()
+
+    return await run_in_threadpool(run)
+
+
+class SearchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    query: str
+    max_results: int | None = Field(default=None, ge=1, le=100)
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    mmr: bool | None = None
+
+
+@router.post("/memory_search")
+async def search_files(
+    request: Request, body: SearchBody, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Hybrid search over the agent's workspace chunks; hits cite ``path#Lx-Ly``."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        ws = _workspace(mem, p, body.agent_id)
+        hits = memory_search(
+            mem,
+            ws,
+            body.query,
+            max_results=body.max_results,
+            min_score=body.min_score,
+            mmr=body.mmr,
+        )
+        return {"results": [h.to_json(ws.settings.snippet_chars) for h in hits]}
+
+    return await run_in_threadpool(run)
+
+
+@router.get("/context")
+async def session_context(
+    request: Request,
+    agent_id: str,
+    query: str | None = None,
+    budget: int | None = Query(default=None, description="characters (default 20000)"),
+    user_id: str | None = None,
+    p: Principal = Depends(principal),
+) -> dict[str, Any]:
+    """Session-start context: identity files, MEMORY.md, today's and yesterday's diary,
+    and the memories most relevant to ``query``, within ``budget`` characters."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        ws = _workspace(mem, p, agent_id)
+        if user_id is not None:
+            p.check(user_id, agent_id)
+        return build_context(mem, ws, query=query, budget=budget, user_id=user_id).to_json()
+
+    return await run_in_threadpool(run)
+
+
+class SessionEndBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    messages: list[dict[str, Any]]
+    session_id: str | None = None
+    limit: int | None = Field(default=None, ge=1, le=200, description="last N messages (15)")
+
+
+@router.post("/sessions/end")
+async def session_end(
+    request: Request, body: SessionEndBody, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Write the session's last messages to ``memory/YYYY-MM-DD-<slug>.md`` and index it."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        ws = _workspace(mem, p, body.agent_id)
+        llm = getattr(mem, "llm", None)  # the configured LLM names the file, when there is one
+        note = write_session_note(
+            mem, ws, body.messages, session_id=body.session_id, limit=body.limit, llm=llm
+        )
+        return note.to_json()
+
+    return await run_in_threadpool(run)
+
+
+class FlushBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    notes: list[str] | str
+
+
+@router.post("/flush")
+async def flush_notes(
+    request: Request, body: FlushBody, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Append durable notes to today's diary before the agent compacts its context."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        return flush(mem, _workspace(mem, p, body.agent_id), body.notes).to_json()
+
+    return await run_in_threadpool(run)
+
+
+class IndexBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    force: bool = False
+
+
+@router.post("/index")
+async def index_files(
+    request: Request, body: IndexBody, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Index the agent's workspace now (the watcher does this on its own under ``serve``)."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        ws = _workspace(mem, p, body.agent_id)
+        return index_workspace(mem, ws, force=body.force).to_json()
+
+    return await run_in_threadpool(run)
+
+
+@router.get("/workspaces")
+async def workspaces(request: Request, p: Principal = Depends(principal)) -> dict[str, Any]:
+    """Per agent the key may see: files, chunks, model, last index, files waiting."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        owner = mem.settings.workspace.user_id
+        results = [
+            workspace_status(mem, resolve_workspace(mem.settings, agent, mem.store))
+            for agent in known_agents(mem.settings, mem.store)
+            if p.can_access(owner, agent)
+        ]
+        return {"results": results}
+
+    return await run_in_threadpool(run)

@@ -1,0 +1,287 @@
+"""Workspace commands: ``init``, ``index``, ``context``, ``memory-get``,
+``memory-search``, ``session-end``, ``flush``. Registered on the main CLI by
+:func:`register`; each one is thin and calls :mod:`memoryd.workspace`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.table import Table
+
+from memoryd.errors import InvalidInputError
+from memoryd.workspace import register_workspace, resolve_workspace
+from memoryd.workspace.bootstrap import init_workspace
+from memoryd.workspace.context import build_context
+from memoryd.workspace.files import memory_get
+from memoryd.workspace.indexer import IndexReport, index_workspace
+from memoryd.workspace.layout import known_agents
+from memoryd.workspace.search import memory_search
+from memoryd.workspace.sessions import flush, write_session_note
+
+AgentReq = Annotated[str, typer.Option("--agent", "-a", help="agent id")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the workspace commands to ``app``."""
+    app.command("init")(init)
+    app.command("index")(index)
+    app.command("context")(context)
+    app.command("memory-get")(memory_get_command)
+    app.command("memory-search")(memory_search_command)
+    app.command("session-end")(session_end)
+    app.command("flush")(flush_command)
+
+
+def init(
+    agent: AgentReq,
+    path: Annotated[
+        Path | None, typer.Option("--path", help="workspace directory (default: see README)")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an agent workspace: MEMORY.md, memory/, identity templates. Never overwrites."""
+    from memoryd.cli import _memory, _print_json, console
+
+    with _memory() as mem:
+        if path is not None:
+            register_workspace(mem.store, _checked_agent(mem, agent), path)
+        ws = resolve_workspace(mem.settings, agent, mem.store)
+        report = init_workspace(ws.root)
+        indexed = index_workspace(mem, ws)
+    if as_json:
+        _print_json(
+            {
+                "agent_id": agent,
+                "workspace": str(report.root),
+                "created": report.created,
+                "kept": report.kept,
+                "chunks": indexed.chunks_written,
+            }
+        )
+        return
+    console.print(f"workspace for [bold]{agent}[/bold]: {report.root}")
+    for name in report.created:
+        console.print(f"  [green]created[/green] {name}")
+    for name in report.kept:
+        console.print(f"  [dim]kept[/dim]    {name}")
+
+
+def _checked_agent(mem: Any, agent: str) -> str:
+    from memoryd.validate import check_id
+
+    return check_id(agent, "agent_id", mem.settings.limits, required=True) or agent
+
+
+def index(
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="one agent (default: every workspace)")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="re-chunk every file")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index workspace Markdown into the store: only changed files, only new chunks embedded."""
+    from memoryd.cli import _memory, _print_json, console, err
+
+    reports: list[IndexReport] = []
+    with _memory() as mem:
+        agents = [agent] if agent else known_agents(mem.settings, mem.store)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[file]}"),
+            console=err,
+            transient=True,
+            disable=as_json,
+        ) as progress:
+            for name in agents:
+                ws = resolve_workspace(mem.settings, name, mem.store)
+                task = progress.add_task(f"indexing {name}", total=None, file="")
+
+                def show(done: int, total: int, rel: str, task: TaskID = task) -> None:
+                    progress.update(task, completed=done, total=total, file=rel)
+
+                reports.append(index_workspace(mem, ws, force=force, progress=show))
+    if as_json:
+        _print_json({"results": [r.to_json() for r in reports]})
+        return
+    if not reports:
+        console.print("[dim]no workspaces; create one with `memoryd init --agent NAME`[/dim]")
+    for r in reports:
+        console.print(
+            f"[bold]{r.agent_id}[/bold]: {r.count('indexed')} indexed, {r.count('unchanged')} "
+            f"unchanged, {r.count('removed')} removed, {r.count('skipped')} skipped; "
+            f"{r.chunks_written} chunks written, {r.embedded} embedded "
+            f"(chunks of {r.plan.size} tokens, {r.plan.overlap} overlap) in {r.seconds:.2f}s"
+        )
+        for f in r.files:
+            if f.status == "skipped":
+                console.print(f"  [yellow]skipped[/yellow] {f.path}: {f.reason}")
+
+
+def context(
+    agent: AgentReq,
+    query: Annotated[
+        str | None, typer.Option("--query", "-q", help="add the memories most relevant to this")
+    ] = None,
+    budget: Annotated[
+        int | None, typer.Option("--budget", help="characters (default workspace.context_chars)")
+    ] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="user id for the search")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the session-start context: identity, MEMORY.md, today's and yesterday's diary."""
+    from memoryd.cli import _memory, _print_json
+
+    with _memory() as mem:
+        ws = resolve_workspace(mem.settings, agent, mem.store)
+        ctx = build_context(mem, ws, query=query, budget=budget, user_id=user)
+    if as_json:
+        _print_json(ctx.to_json())
+        return
+    sys.stdout.write(ctx.text)
+
+
+def memory_get_command(
+    path: Annotated[str, typer.Argument(help='workspace-relative path, e.g. "MEMORY.md"')],
+    agent: AgentReq,
+    from_line: Annotated[int | None, typer.Option("--from", help="first line (1-based)")] = None,
+    lines: Annotated[int | None, typer.Option("--lines", "-n", help="how many lines")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read lines of a workspace memory file (empty for a missing file)."""
+    from memoryd.cli import _memory, _print_json
+
+    with _memory() as mem:
+        ws = resolve_workspace(mem.settings, agent, mem.store)
+        got = memory_get(ws, path, from_line, lines)
+    if as_json:
+        _print_json(got.to_json())
+        return
+    sys.stdout.write(got.text + ("\n" if got.text else ""))
+
+
+def memory_search_command(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    agent: AgentReq,
+    max_results: Annotated[int | None, typer.Option("--max-results", "-k")] = None,
+    min_score: Annotated[float | None, typer.Option("--min-score")] = None,
+    mmr: Annotated[bool | None, typer.Option("--mmr/--no-mmr", help="diversify hits")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the agent's workspace files: hits cite path#Lx-Ly for memory-get."""
+    from memoryd.cli import _memory, _print_json, console
+
+    with _memory() as mem:
+        ws = resolve_workspace(mem.settings, agent, mem.store)
+        hits = memory_search(mem, ws, query, max_results=max_results, min_score=min_score, mmr=mmr)
+        chars = ws.settings.snippet_chars
+    if as_json:
+        _print_json({"results": [h.to_json(chars) for h in hits]})
+        return
+    table = Table("score", "citation", "snippet")
+    for h in hits:
+        data = h.to_json(chars)
+        table.add_row(f"{h.hit.score:.3f}", data["citation"], data["snippet"])
+    console.print(table if hits else "[dim]nothing in the workspace matched[/dim]")
+
+
+def _read_messages(source: str) -> list[Any]:
+    """A JSON list of messages, or JSON lines (a session transcript), from a file or ``-``."""
+    raw = sys.stdin.read() if source == "-" else Path(source).read_text("utf-8")
+    stripped = raw.strip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(
+                f"{source} is not valid JSON: {exc}", "pass a JSON list"
+            ) from None
+        return list(data)
+    messages: list[Any] = []
+    for n, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(
+                f"{source} line {n} is not JSON: {exc}", "pass a JSON list or JSON lines"
+            ) from None
+        if isinstance(item, dict) and isinstance(item.get("message"), dict):
+            item = item["message"]  # OpenClaw transcript lines wrap the message
+        if isinstance(item, dict) and "role" in item:
+            messages.append(item)
+    return messages
+
+
+def session_end(
+    agent: AgentReq,
+    transcript: Annotated[
+        str, typer.Option("--transcript", "-t", help="JSON list or JSONL file of messages, or -")
+    ] = "-",
+    session_id: Annotated[str | None, typer.Option("--session-id")] = None,
+    messages: Annotated[
+        int | None, typer.Option("--messages", "-n", help="last N messages (default 15)")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the end of a session to memory/YYYY-MM-DD-<slug>.md and index it."""
+    from memoryd.cli import _memory, _print_json, console
+
+    with _memory() as mem:
+        ws = resolve_workspace(mem.settings, agent, mem.store)
+        try:
+            items = _read_messages(transcript)
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read {transcript}: {exc}", "check the path") from None
+        note = write_session_note(
+            mem, ws, items, session_id=session_id, limit=messages, llm=getattr(mem, "llm", None)
+        )
+    if as_json:
+        _print_json(note.to_json())
+        return
+    console.print(f"wrote {note.path} ({note.messages} messages, slug by {note.slug_source})")
+
+
+def flush_command(
+    agent: AgentReq,
+    notes: Annotated[list[str], typer.Argument(help="durable notes, one per argument")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Append durable notes to today's diary (before the agent compacts its context)."""
+    from memoryd.cli import _memory, _print_json, console
+
+    with _memory() as mem:
+        ws = resolve_workspace(mem.settings, agent, mem.store)
+        result = flush(mem, ws, notes)
+    if as_json:
+        _print_json(result.to_json())
+        return
+    console.print(f"appended {result.appended} notes to {result.path}")
+
+
+def print_workspace_status(console: Any, statuses: list[dict[str, Any]]) -> None:
+    """The per-agent part of ``memoryd status``."""
+    if not statuses:
+        console.print("[bold]workspaces[/bold]: none (create one with `memoryd init --agent NAME`)")
+        return
+    table = Table("agent", "files", "chunks", "waiting", "skipped", "last index", "workspace")
+    for s in statuses:
+        waiting = len(s["pending"]) + len(s["deleted"])
+        table.add_row(
+            s["agent_id"],
+            str(s["files"]),
+            str(s["chunks"]),
+            f"[yellow]{waiting}[/yellow]" if waiting else "0",
+            str(len(s["skipped"])),
+            s["last_index"] or "never",
+            s["workspace"],
+        )
+    console.print(table)

@@ -1,0 +1,203 @@
+"""Markdown into overlapping, citeable chunks.
+
+Headings come first: each section (a heading and the lines up to the next
+heading) is chunked on its own, so a chunk never straddles two topics and its
+heading path ("MEMORY.md > Projects > memoryd") can be indexed with it. A
+section longer than the chunk size is cut into windows of whole lines that
+overlap by about ``overlap`` tokens; a single line longer than a chunk is cut
+between words. Every chunk knows its 1-based inclusive line range, and its text
+is exactly those lines joined by ``\\n`` (so ``memory_get`` on the cited range
+returns the chunk text), except when one over-long line had to be cut.
+
+Sizes are in the embedding model's own tokens and are capped by its window:
+a chunk the model would truncate is a chunk whose tail is never searchable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memoryd.settings import WorkspaceSettings
+
+TokenCounter = Callable[[str], int]
+
+#: Tokens kept free in the model window for [CLS]/[SEP] and the heading path.
+CONTEXT_TOKENS = 30
+WINDOW_MARGIN = CONTEXT_TOKENS + 2
+
+_HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """The chunk size and overlap actually used, in model tokens."""
+
+    size: int
+    overlap: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.size}/{self.overlap}"
+
+
+def chunk_plan(settings: WorkspaceSettings, model_max_tokens: int) -> ChunkPlan:
+    """``min(chunk_tokens, model window - margin)``; the overlap keeps its ratio.
+
+    With the defaults (400/80) and all-MiniLM-L6-v2's 256-token window this is
+    224 tokens with a 45-token overlap.
+    """
+    window = max(16, model_max_tokens - WINDOW_MARGIN)
+    size = max(16, min(settings.chunk_tokens, window))
+    overlap = settings.chunk_overlap
+    if size < settings.chunk_tokens:
+        overlap = round(settings.chunk_overlap * size / settings.chunk_tokens)
+    return ChunkPlan(size=size, overlap=min(overlap, size // 2))
+
+
+@dataclass(frozen=True)
+class Chunk:
+    text: str
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    headings: tuple[str, ...]
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class _Section:
+    start: int  # 0-based index of the first line (the heading, if any)
+    end: int  # 0-based, exclusive
+    headings: tuple[str, ...]
+    has_body: bool
+
+
+def _sections(lines: list[str]) -> list[_Section]:
+    sections: list[_Section] = []
+    stack: list[tuple[int, str]] = []
+    current = _Section(0, 0, (), False)
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        fence_match = _FENCE.match(line)
+        if fence is not None:
+            if (
+                fence_match
+                and fence_match.group(1)[0] == fence[0]
+                and len(fence_match.group(1)) >= len(fence)
+            ):
+                fence = None
+            current.has_body = True
+            continue
+        if fence_match:
+            fence = fence_match.group(1)
+            current.has_body = True
+            continue
+        m = _HEADING.match(line)
+        if m:
+            current.end = i
+            sections.append(current)
+            level, title = len(m.group(1)), (m.group(2) or "").strip()
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title or "#" * level))
+            current = _Section(i, i, tuple(t for _, t in stack), False)
+            continue
+        if line.strip():
+            current.has_body = True
+    current.end = len(lines)
+    sections.append(current)
+    # A heading with nothing under it (e.g. "# Title" right before "## Part") joins
+    # the next section instead of becoming a chunk of one line.
+    merged: list[_Section] = []
+    carry: int | None = None
+    for s in sections:
+        if s.end <= s.start:
+            continue
+        start = carry if carry is not None else s.start
+        if not s.has_body:
+            carry = start
+            continue
+        carry = None
+        merged.append(_Section(start, s.end, s.headings, True))
+    if carry is not None and not merged:  # only headings in the whole file: still a chunk
+        merged.append(_Section(carry, len(lines), sections[-1].headings, True))
+    return merged
+
+
+def chunk_markdown(lines: list[str], count_tokens: TokenCounter, plan: ChunkPlan) -> list[Chunk]:
+    """Chunks of at most ``plan.size`` tokens, in file order."""
+    chunks: list[Chunk] = []
+    for section in _sections(lines):
+        start, end = section.start, section.end
+        while start < end and not lines[start].strip():
+            start += 1
+        while end > start and not lines[end - 1].strip():
+            end -= 1
+        if start >= end:
+            continue
+        costs = [count_tokens(lines[i]) for i in range(start, end)]
+        chunks.extend(_windows(lines, costs, start, end, section.headings, plan))
+    return chunks
+
+
+def _windows(
+    lines: list[str],
+    costs: list[int],
+    start: int,
+    end: int,
+    headings: tuple[str, ...],
+    plan: ChunkPlan,
+) -> list[Chunk]:
+    def cost(i: int) -> int:
+        return costs[i - start]
+
+    out: list[Chunk] = []
+    i = start
+    while i < end:
+        if cost(i) > plan.size:  # one line longer than a chunk: cut it between words
+            out.extend(_split_line(lines[i], i + 1, headings, plan, cost(i)))
+            i += 1
+            continue
+        j, used = i, 0
+        while j < end and cost(j) <= plan.size and used + cost(j) <= plan.size:
+            used += cost(j)
+            j += 1
+        a, b = i, j
+        while a < b and not lines[a].strip():
+            a += 1
+        while b > a and not lines[b - 1].strip():
+            b -= 1
+        if a < b:
+            out.append(Chunk("\n".join(lines[a:b]), a + 1, b, headings))
+        if j >= end:
+            break
+        # Step back over whole lines worth about ``overlap`` tokens, always moving forward.
+        k, back = j, 0
+        while k - 1 > i and cost(k - 1) <= plan.size and back + cost(k - 1) <= plan.overlap:
+            back += cost(k - 1)
+            k -= 1
+        i = k if cost(j) <= plan.size else j
+    return out
+
+
+def _split_line(
+    line: str, number: int, headings: tuple[str, ...], plan: ChunkPlan, total: int
+) -> list[Chunk]:
+    words = line.split()
+    if not words:
+        return []
+    per_word = max(1.0, total / len(words))  # tokens per word, estimated from the whole line
+    size = max(1, int(plan.size / per_word))
+    step = max(1, size - int(plan.overlap / per_word))
+    out: list[Chunk] = []
+    for s in range(0, len(words), step):
+        out.append(Chunk(" ".join(words[s : s + size]), number, number, headings))
+        if s + size >= len(words):
+            break
+    return out

@@ -1,0 +1,254 @@
+"""Reading and writing workspace files safely.
+
+One line-splitting rule is used everywhere (``\\n`` separates lines, a trailing
+``\\r`` is dropped, a leading byte-order mark is ignored), so the line numbers
+the indexer cites are exactly the lines :func:`memory_get` returns.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from memoryd.errors import InvalidInputError, LimitExceededError, PermissionDeniedError
+from memoryd.workspace.layout import Workspace
+
+log = logging.getLogger("memoryd.workspace")
+
+MAX_GET_LINES = 10_000
+_SNIFF_BYTES = 8192
+
+
+class SkippedFile(Exception):
+    """A file the indexer will not index; ``reason`` says why (it is logged)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as editors number them: split on ``\\n`` only, drop a trailing ``\\r``."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # a final newline ends the last line; it does not start a new one
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def read_markdown(path: Path, max_bytes: int) -> tuple[bytes, str]:
+    """The raw bytes and text of an indexable file, or :class:`SkippedFile`.
+
+    Huge files and binary or non-UTF-8 files are refused with a reason instead
+    of being indexed as garbage.
+    """
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise SkippedFile(path, f"cannot stat: {exc.strerror or exc}") from None
+    if size > max_bytes:
+        raise SkippedFile(
+            path,
+            f"{size} bytes is over workspace.max_file_bytes={max_bytes}; "
+            "split the file or raise the limit",
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SkippedFile(path, f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:  # grew since stat
+        raise SkippedFile(path, f"{len(data)} bytes is over workspace.max_file_bytes={max_bytes}")
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        raise SkippedFile(path, "binary file (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkippedFile(path, f"not UTF-8 text (byte {exc.start})") from None
+    return data, text
+
+
+# -- memory_get -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """What ``memory_get`` returns: ``text`` is empty when the file does not exist."""
+
+    path: str
+    text: str
+    from_line: int
+    lines: int  # how many lines ``text`` holds
+    total_lines: int | None  # None when the file is missing
+    missing: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "text": self.text,
+            "from": self.from_line,
+            "lines": self.lines,
+            "total_lines": self.total_lines,
+            "missing": self.missing,
+        }
+
+
+def safe_path(ws: Workspace, path: str) -> Path:
+    """Resolve a caller-supplied path, refusing anything that could leave the workspace.
+
+    Relative paths only (absolute ones only inside a configured extra path),
+    no ``..`` components, Markdown files only, and the resolved target (after
+    following symlinks) must be inside the workspace or an extra path.
+    """
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInputError("path is empty", 'pass a workspace-relative path like "MEMORY.md"')
+    if "\x00" in path:
+        raise InvalidInputError("path contains a NUL character", "pass a plain file path")
+    posix = PurePosixPath(path)
+    if ".." in posix.parts or ".." in PureWindowsPath(path).parts:
+        raise InvalidInputError(
+            f"path {path!r} contains '..'",
+            'paths are relative to the agent workspace, e.g. "memory/2026-03-27.md"',
+        )
+    if posix.is_absolute() or PureWindowsPath(path).drive:
+        target = Path(path)
+        extras = [p.resolve() for p in ws.extra_roots()]
+        if not any(target.resolve().is_relative_to(e) for e in extras):
+            raise InvalidInputError(
+                f"path {path!r} is absolute",
+                'pass a path relative to the agent workspace, e.g. "MEMORY.md"',
+            )
+    else:
+        target = ws.root / posix
+    if target.suffix.lower() != ".md":
+        raise InvalidInputError(
+            f"path {path!r} is not a Markdown file",
+            "memory_get reads the workspace's .md memory files only",
+        )
+    real = target.resolve()
+    if not any(real.is_relative_to(root) for root in ws.allowed_roots()):
+        raise PermissionDeniedError(
+            f"path {path!r} leads outside the workspace of agent {ws.agent_id!r}",
+            "memory_get only reads files inside the agent workspace (symlinks out are refused)",
+        )
+    return target
+
+
+def memory_get(
+    ws: Workspace, path: str, from_line: int | None = None, lines: int | None = None
+) -> FileSlice:
+    """Lines ``from_line`` .. ``from_line + lines - 1`` (1-based) of a workspace file.
+
+    The whole file when neither is given. A missing file gives empty text (as
+    OpenClaw's ``memory_get`` does) so an agent can probe for today's diary.
+    """
+    start = 1 if from_line is None else from_line
+    if isinstance(start, bool) or not isinstance(start, int) or start < 1:
+        raise InvalidInputError(
+            f"from must be a line number >= 1, got {from_line!r}", "lines count from 1"
+        )
+    if lines is not None and (isinstance(lines, bool) or not isinstance(lines, int) or lines < 1):
+        raise InvalidInputError(
+            f"lines must be >= 1, got {lines!r}", "omit lines to read to the end"
+        )
+    if lines is not None and lines > MAX_GET_LINES:
+        raise LimitExceededError(
+            f"lines={lines} is over the limit of {MAX_GET_LINES}",
+            "read the file in smaller ranges",
+        )
+    target = safe_path(ws, path)
+    if not target.exists():
+        return FileSlice(
+            path=path, text="", from_line=start, lines=0, total_lines=None, missing=True
+        )
+    if not target.is_file():
+        raise InvalidInputError(f"path {path!r} is not a file", "pass the path of a .md file")
+    end = None if lines is None else start + lines - 1
+    count_all = target.stat().st_size <= ws.settings.max_file_bytes
+    out: list[str] = []
+    total: int | None = 0
+    with target.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            total = number
+            if number < start or len(out) >= MAX_GET_LINES:
+                continue
+            if end is not None and number > end:
+                if not count_all:
+                    total = None  # a huge file: do not read it all just to count
+                    break
+                continue
+            line = raw.decode("utf-8", errors="replace")
+            if number == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            if line.endswith("\n"):
+                line = line[:-1]
+            if line.endswith("\r"):
+                line = line[:-1]
+            out.append(line)
+    return FileSlice(
+        path=path, text="\n".join(out), from_line=start, lines=len(out), total_lines=total
+    )
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+def append_atomic(path: Path, text: str, *, header: str | None = None) -> None:
+    """Append ``text`` as whole lines, atomically with respect to other writers.
+
+    An exclusive ``flock`` on the file serialises concurrent appenders (other
+    threads, other processes, the diary capture); the text goes out in one
+    ``write`` and is ``fsync``-ed before the lock is released, so a reader sees
+    all of it or none of it. A missing final newline in the file is added first;
+    ``header`` starts a file that is empty.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = text if text.endswith("\n") else text + "\n"
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                last = os.pread(fd, 1, size - 1)
+                if last != b"\n":
+                    body = "\n" + body
+            elif header:
+                body = header.rstrip("\n") + "\n" + body
+            data = body.encode("utf-8")
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def create_exclusive(path: Path, text: str) -> None:
+    """Write a new file that appears complete or not at all, never replacing one.
+
+    The text goes to a hidden temporary file (hidden files are never indexed),
+    is fsync-ed, then hard-linked to ``path``; ``FileExistsError`` if ``path`` exists.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        data = text.encode("utf-8")
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)
+    finally:
+        tmp.unlink()

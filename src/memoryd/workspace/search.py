@@ -1,0 +1,108 @@
+"""``memory_search`` over an agent's workspace: chunk hits with citations.
+
+Hybrid search restricted to the agent's chunk records, with OpenClaw's
+defaults (``workspace.max_results`` 6, ``workspace.min_score`` 0.35, 0.7 vector /
+0.3 keyword from ``search``), then optional MMR re-ranking (lambda 0.7) so that
+five near-copies of one diary entry do not crowd out everything else. Each hit
+carries ``path#Lx-Ly`` and a snippet, ready for ``memory_get``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memoryd.core import Memory
+from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
+from memoryd.workspace.layout import Workspace
+
+
+def snippet(text: str, limit: int = 700) -> str:
+    """The first ``limit`` characters of a chunk, cut at a word boundary."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
+
+
+def citation_fields(record: MemoryRecord, snippet_chars: int = 700) -> dict[str, Any]:
+    """``citation`` and ``snippet`` for a hit that came from a file; nothing otherwise.
+
+    For any search result serializer (HTTP, CLI, MCP): adds the fields, never removes.
+    """
+    if record.source is None:
+        return {}
+    return {
+        "citation": record.source.citation,
+        "snippet": snippet(record.text, snippet_chars),
+        "path": record.source.path,
+        "start_line": record.source.start_line,
+        "end_line": record.source.end_line,
+    }
+
+
+@dataclass
+class WorkspaceHit:
+    hit: SearchHit
+
+    def to_json(self, snippet_chars: int = 700) -> dict[str, Any]:
+        record = self.hit.record
+        return {
+            "id": self.hit.id,
+            **citation_fields(record, snippet_chars),
+            "score": round(self.hit.score, 6),
+            "parts": self.hit.parts.model_dump(exclude_none=True),
+            "kind": record.metadata.get("kind"),
+            "context": record.context,
+        }
+
+
+def memory_search(
+    memory: Memory,
+    ws: Workspace,
+    query: str,
+    *,
+    max_results: int | None = None,
+    min_score: float | None = None,
+    mmr: bool | None = None,
+) -> list[WorkspaceHit]:
+    """The agent's best chunk hits for ``query``, best first."""
+    settings = ws.settings
+    k = settings.max_results if max_results is None else max_results
+    use_mmr = settings.mmr if mmr is None else mmr
+    hits = memory.search(
+        query,
+        user_id=memory.settings.workspace.user_id,
+        agent_id=ws.agent_id,
+        top_k=min(memory.settings.search.max_top_k, k * 3) if use_mmr else k,
+        min_score=settings.min_score if min_score is None else min_score,
+        filters=Filters(origins=[Origin.CHUNK]),
+    )
+    if use_mmr and len(hits) > 1:
+        hits = mmr_rerank(memory, hits, settings.mmr_lambda, k)
+    return [WorkspaceHit(h) for h in hits[:k]]
+
+
+def mmr_rerank(memory: Memory, hits: list[SearchHit], lam: float, k: int) -> list[SearchHit]:
+    """Maximal marginal relevance: ``lam * relevance - (1 - lam) * max similarity to chosen``.
+
+    Vectors come from the embedding cache (same text, same model), so this
+    costs no model calls.
+    """
+    vectors = memory.embed_texts([h.record.index_text for h in hits])
+    sims = np.clip(vectors @ vectors.T, 0.0, 1.0)
+    chosen: list[int] = []
+    left = list(range(len(hits)))
+    while left and len(chosen) < k:
+        best, best_value = left[0], -np.inf
+        for i in left:
+            redundancy = max((float(sims[i, j]) for j in chosen), default=0.0)
+            value = lam * hits[i].score - (1 - lam) * redundancy
+            if value > best_value:
+                best, best_value = i, value
+        chosen.append(best)
+        left.remove(best)
+    return [hits[i] for i in chosen]

@@ -1,0 +1,113 @@
+"""Session notes and the pre-compaction flush write real files and index them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.core import Memory
+from memoryd.errors import InvalidInputError
+from memoryd.workspace import Workspace
+from memoryd.workspace.search import memory_search
+from memoryd.workspace.sessions import clean_slug, flush, keyword_slug, write_session_note
+from tests.conftest import FakeClock
+from tests.test_workspace_support import make_workspace
+
+SESSION = [
+    {"role": "system", "content": "You are a helpful agent."},
+    {"role": "user", "content": "We need to migrate the cache from memcached to Redis."},
+    {"role": "assistant", "content": "Agreed. Redis gives us persistence for the cache."},
+    {"role": "tool", "content": "ran: redis-cli ping -> PONG"},
+    {"role": "user", "content": [{"type": "text", "text": "Plan the Redis migration for Friday."}]},
+    {"role": "assistant", "content": "Redis migration planned for Friday, cache warmup first."},
+]
+
+
+@pytest.fixture
+def ws(memory: Memory, tmp_path: Path) -> Workspace:
+    return make_workspace(memory, tmp_path / "ws")
+
+
+def test_session_end_writes_a_dated_slugged_note_and_indexes_it(
+    memory: Memory, ws: Workspace, clock: FakeClock
+) -> None:
+    clock.advance(hours=8)  # 17:00 UTC
+    note = write_session_note(memory, ws, SESSION, session_id="s-42")
+    assert note.path == "memory/2026-03-27-redis-cache.md" and note.slug_source == "keywords"
+    assert note.messages == 4 and note.chunks >= 1
+    text = (ws.root / note.path).read_text()
+    assert text.startswith("# Session: 2026-03-27 17:00 UTC")
+    assert "- **Session ID**: s-42" in text and "redis-cli" not in text  # tool chatter dropped
+    assert "- **user**: Plan the Redis migration for Friday." in text
+    hit = memory_search(memory, ws, "when is the redis migration", max_results=1)[0]
+    assert hit.hit.record.source.path == note.path
+    again = write_session_note(memory, ws, SESSION)
+    assert again.path == "memory/2026-03-27-redis-cache-2.md"  # never overwrites
+
+
+def test_only_the_last_n_messages_are_kept(memory: Memory, ws: Workspace) -> None:
+    many = [{"role": "user", "content": f"message number {i} about kayaks"} for i in range(40)]
+    note = write_session_note(memory, ws, many, limit=15)
+    text = (ws.root / note.path).read_text()
+    assert "message number 39" in text and "message number 25" in text
+    assert "message number 24 " not in text and "last 15 of 40" in text
+
+
+def test_slugs() -> None:
+    assert (
+        keyword_slug([("user", "Déjà vu: the café menu, the café prices, a new menu")])
+        == "café-menu"
+    )
+    assert clean_slug("  Vendor Pitch!! ") == "vendor-pitch"
+    assert clean_slug("../../etc/passwd") == "etc-passwd"
+    assert keyword_slug([("user", "ok thanks")]) == ""
+
+
+def test_session_end_without_conversation_is_refused(memory: Memory, ws: Workspace) -> None:
+    with pytest.raises(InvalidInputError, match="no user or assistant"):
+        write_session_note(memory, ws, [{"role": "tool", "content": "x"}])
+    with pytest.raises(InvalidInputError):
+        write_session_note(memory, ws, "not a list")  # type: ignore[arg-type]
+
+
+def test_a_session_with_no_keywords_is_named_by_the_time(
+    memory: Memory, ws: Workspace, clock: FakeClock
+) -> None:
+    note = write_session_note(memory, ws, [{"role": "user", "content": "ok thanks"}])
+    assert note.path == "memory/2026-03-27-0900.md" and note.slug_source == "time"
+
+
+def test_flush_appends_to_todays_diary_and_indexes_it(
+    memory: Memory, ws: Workspace, clock: FakeClock
+) -> None:
+    clock.advance(hours=5, minutes=7)
+    result = flush(memory, ws, ["Switched caching to Redis", "  the launch moved to Friday  "])
+    assert result.path == "memory/2026-03-27.md" and result.appended == 2
+    text = (ws.memory_dir / "2026-03-27.md").read_text()
+    assert text.endswith(
+        "## 14:07 · flush\n- Switched caching to Redis\n- the launch moved to Friday\n"
+    )
+    hit = memory_search(memory, ws, "what caching did we switch to", max_results=1)[0]
+    assert "Redis" in hit.hit.text and hit.hit.record.source.path == "memory/2026-03-27.md"
+
+    clock.advance(days=1)  # a new day starts a new diary with a title
+    flush(memory, ws, "first note of the day")
+    assert (ws.memory_dir / "2026-03-28.md").read_text().startswith("# 2026-03-28\n\n## 14:07")
+
+
+def test_flush_needs_notes(memory: Memory, ws: Workspace) -> None:
+    with pytest.raises(InvalidInputError, match="no notes"):
+        flush(memory, ws, ["  ", ""])
+    with pytest.raises(InvalidInputError):
+        flush(memory, ws, [1, 2])  # type: ignore[list-item]
+
+
+def test_diary_dates_follow_the_workspace_time_zone(
+    memory: Memory, ws: Workspace, clock: FakeClock
+) -> None:
+    memory.settings.workspace.timezone = "Asia/Tokyo"
+    clock.advance(hours=16)  # 2026-03-28 01:00 UTC is 10:00 in Tokyo
+    assert flush(memory, ws, "tokyo morning").path == "memory/2026-03-28.md"
+    memory.settings.workspace.timezone = "America/Los_Angeles"  # still the 27th there
+    assert flush(memory, ws, "LA evening").path == "memory/2026-03-27.md"
