@@ -4,6 +4,7 @@ slow embedding or LLM work never blocks the event loop."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,7 +21,7 @@ from memoryd.api.routes_memory import router as memory_router
 from memoryd.api.ui import router as ui_router
 from memoryd.audit import AuditLog, AuditMiddleware
 from memoryd.core import Memory
-from memoryd.errors import MemorydError
+from memoryd.errors import MemorydError, PermissionDeniedError
 from memoryd.settings import Settings
 from memoryd.workspace.watcher import watching as watch_workspaces
 
@@ -87,6 +88,29 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     mount_mcp(app, mem)
     app.include_router(ui_router)  # the dashboard at /ui
     return app
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
+
+
+def check_bind(settings: Settings) -> None:
+    """Without API keys the API is open, so it may only listen on loopback unless
+    ``server.allow_remote_without_auth`` says otherwise."""
+    host = settings.server.host
+    if settings.auth.keys or settings.server.allow_remote_without_auth or is_loopback(host):
+        return
+    raise PermissionDeniedError(
+        f"refusing to listen on {host} without API keys: anyone who can reach it could "
+        "read and erase every memory",
+        "configure keys (MEMORYD_AUTH__KEYS or [[auth.keys]] in memoryd.toml), bind to "
+        "127.0.0.1, or pass --allow-remote-without-auth if the network is trusted",
+    )
 
 
 def jsonable_errors(exc: RequestValidationError) -> list[dict[str, Any]]:

@@ -109,35 +109,51 @@ class ThresholdReconciler:
     def decide(self, facts: list[NewFact]) -> list[Decision]:
         s = self.settings
         decisions: list[Decision] = []
-        added: list[NewFact] = []  # ADDs of this batch: a later duplicate is NONE
+        # ADDs of this batch, so a later duplicate in the same input is NONE
+        added: list[NewFact] = []
+        added_vectors: list[np.ndarray] = []
+        tokens: dict[str, set[str]] = {}  # text -> content tokens, computed once
+
+        def words(text: str) -> set[str]:
+            if text not in tokens:
+                tokens[text] = content_tokens(text)
+            return tokens[text]
+
+        def already_says(memory: str, fact: str, similarity: float) -> bool:
+            """Similar enough, and every content word of the fact in the memory (or,
+            when nearly identical, at least the same values: numbers, versions, ids)."""
+            if similarity < s.update_similarity:
+                return False
+            new, old = words(fact), words(memory)
+            return new <= old or (similarity >= s.none_similarity and values(new) <= values(old))
+
         updated: set[str] = set()
         for fact in facts:
-            twin = next(
-                (a for a in added if float(a.vector @ fact.vector) >= s.none_similarity), None
-            )
+            twin = None
+            if added:
+                sims = np.stack(added_vectors) @ fact.vector
+                for n in np.flatnonzero(sims >= s.update_similarity):
+                    if already_says(added[n].text, fact.text, float(sims[n])):
+                        twin = added[n]
+                        break
             if twin is not None:
                 decisions.append(
                     Decision(fact.index, Event.NONE, fact.text, None, f"same as fact {twin.index}")
                 )
                 continue
-            if not fact.similar:
-                decisions.append(Decision(fact.index, Event.ADD, fact.text, None, "new"))
-                added.append(fact)
-                continue
-            known, sim = fact.similar[0]
-            words, old_words = content_tokens(fact.text), content_tokens(known.text)
-            if sim >= s.update_similarity and (
-                words <= old_words  # the memory already says all of it
-                or (sim >= s.none_similarity and values(words) <= values(old_words))
-            ):
+            best = fact.similar[0] if fact.similar else None
+            if best is not None and already_says(best[0].text, fact.text, best[1]):
+                known, sim = best
                 decisions.append(
                     Decision(fact.index, Event.NONE, fact.text, known, f"similarity {sim:.2f}")
                 )
             elif (
-                sim >= s.update_similarity
-                and known.id not in updated
-                and same_subject(fact.text, known.text, s.subject_overlap)
+                best is not None
+                and best[1] >= s.update_similarity
+                and best[0].id not in updated
+                and same_subject(fact.text, best[0].text, s.subject_overlap)
             ):
+                known, sim = best
                 updated.add(known.id)
                 decisions.append(
                     Decision(
@@ -151,6 +167,7 @@ class ThresholdReconciler:
             else:
                 decisions.append(Decision(fact.index, Event.ADD, fact.text, None, "new"))
                 added.append(fact)
+                added_vectors.append(fact.vector)
         return decisions
 
 

@@ -1,0 +1,365 @@
+"""The memory commands: add, search, list, get, update, delete, restore, history.
+
+Each works on the local store, or on a running server with ``--url`` (or
+``MEMORYD_URL``; key from ``--key`` / ``MEMORYD_API_KEY``): the same commands,
+flags and output either way. The seed service's CLI commands work as they
+are with ``memoryd`` in place of ``python3 cli.py``::
+
+    memoryd add --user boss --agent dev --text "..." --metadata '{"category":"decision"}'
+    memoryd search --user boss --agent dev --query "..." --combined --recent-days 7
+    memoryd get --id <id>; memoryd delete --id <id>; memoryd history --id <id>
+
+``add`` extracts and reconciles facts like the seed's server did (``--no-infer``
+stores the text as given).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from memoryd.client import LocalBackend, MemoryBackend, MemoryClient
+from memoryd.errors import MemorydError
+
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url", envvar="MEMORYD_URL", help="a running memoryd (default: the local store)"
+    ),
+]
+KeyOpt = Annotated[
+    str | None, typer.Option("--key", envvar="MEMORYD_API_KEY", help="API key for --url")
+]
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="user id (scope)")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", "-a", help="agent id (scope)")]
+RunOpt = Annotated[
+    str | None, typer.Option("--run", "-r", help="run id, YYYY-MM-DD for short-term")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
+IdOpt = Annotated[str | None, typer.Option("--id", help="memory id (or pass it as an argument)")]
+IdArg = Annotated[str | None, typer.Argument(help="memory id")]
+
+
+@contextmanager
+def backend(url: str | None, key: str | None) -> Iterator[MemoryBackend]:
+    """The local store, or the server at ``url``; memoryd errors print and exit 2."""
+    from memoryd.cli import _fail
+
+    try:
+        if url:
+            chosen: MemoryBackend = MemoryClient(url, api_key=key)
+        else:
+            from memoryd.core import Memory
+            from memoryd.settings import Settings
+
+            chosen = LocalBackend(Memory(Settings()))
+    except MemorydError as exc:
+        _fail(exc)
+    try:
+        yield chosen
+    except MemorydError as exc:
+        _fail(exc)
+    finally:
+        chosen.close()
+
+
+def _usage(message: str) -> None:
+    from memoryd.cli import err
+
+    err.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code=2)
+
+
+def _json_arg(raw: str | None, flag: str, kind: type, example: str) -> Any:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        _usage(f"{flag} is not valid JSON: {exc}")
+    if not isinstance(value, kind):
+        _usage(f"{flag} must be a JSON {'object' if kind is dict else 'list'}, e.g. '{example}'")
+    return value
+
+
+def _one_id(arg: str | None, opt: str | None) -> str:
+    chosen = arg or opt
+    if not chosen:
+        _usage("which memory? pass its id (memoryd get ID, or --id ID)")
+    assert chosen is not None
+    return chosen
+
+
+def add(
+    text: Annotated[str | None, typer.Argument(help="the text to remember")] = None,
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+    text_opt: Annotated[str | None, typer.Option("--text", "-t", help="text (alternative)")] = None,
+    messages: Annotated[
+        str | None, typer.Option("--messages", help='JSON list of {"role", "content"}')
+    ] = None,
+    metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object")] = None,
+    category: Annotated[str | None, typer.Option("--category", "-c")] = None,
+    infer: Annotated[
+        bool, typer.Option("--infer/--no-infer", help="extract and reconcile facts")
+    ] = True,
+    prompt: Annotated[
+        str | None, typer.Option("--prompt", help="custom extraction prompt for this add")
+    ] = None,
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remember text (or a conversation): facts are extracted and reconciled."""
+    from memoryd.cli import _print_json, console
+
+    body = text if text is not None else text_opt
+    msgs = _json_arg(messages, "--messages", list, '[{"role": "user", "content": "..."}]')
+    if (body is None) == (msgs is None):
+        _usage("pass the text (TEXT or --text) or --messages, one of them")
+    meta = _json_arg(metadata, "--metadata", dict, '{"category": "decision"}') or {}
+    if category:
+        meta["category"] = category
+    with backend(url, key) as mem:
+        events = mem.add(
+            body,
+            messages=msgs,
+            user_id=user,
+            agent_id=agent,
+            run_id=run,
+            metadata=meta or None,
+            infer=infer,
+            prompt=prompt,
+        )
+    if as_json:
+        _print_json({"results": events})
+        return
+    if not events:
+        console.print("[dim]nothing worth remembering was found[/dim]")
+    for e in events:
+        console.print(f"[bold]{e['event']}[/bold] {e['id']}  {e['memory']}")
+
+
+def search(
+    query: Annotated[str | None, typer.Argument(help="what to look for")] = None,
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+    query_opt: Annotated[
+        str | None, typer.Option("--query", "-q", help="query (alternative)")
+    ] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="results, 1-100")] = 5,
+    min_score: Annotated[float | None, typer.Option("--min-score", help="0-1 relevance")] = None,
+    combined: Annotated[
+        bool, typer.Option("--combined", help="long-term plus recent short-term memories")
+    ] = False,
+    recent_days: Annotated[
+        int, typer.Option("--recent-days", help="short-term window of --combined")
+    ] = 7,
+    decay: Annotated[bool, typer.Option("--decay/--no-decay", help="time decay")] = True,
+    mode: Annotated[str, typer.Option(help="hybrid, vector or keyword")] = "hybrid",
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Hybrid search (vector + BM25, time decay, shared pool) within a scope."""
+    from memoryd.cli import _print_json, console
+
+    q = query if query is not None else query_opt
+    if q is None:
+        _usage("nothing to search for; pass QUERY or --query")
+    assert q is not None
+    if combined and run:
+        _usage("--combined searches long-term and recent short-term; leave out --run")
+    with backend(url, key) as mem:
+        if combined:
+            hits = mem.search_combined(
+                q,
+                user_id=user,
+                agent_id=agent,
+                long_term_top_k=top_k,
+                short_term_top_k=top_k,
+                recent_days=recent_days,
+                min_score=min_score,
+                time_decay=decay,
+                mode=mode,
+            )
+        else:
+            hits = mem.search(
+                q,
+                user_id=user,
+                agent_id=agent,
+                run_id=run,
+                top_k=top_k,
+                min_score=min_score,
+                time_decay=decay,
+                mode=mode,
+            )
+    if as_json:
+        _print_json({"results": hits})
+        return
+    table = Table("score", "type", "vector", "keyword", "decay", "memory", "id / source")
+    for h in hits:
+        parts = h["parts"]
+        decay_part = parts.get("decay")
+        table.add_row(
+            f"{h['score']:.3f}",
+            h["memory_type"],
+            f"{parts.get('vector', 0):.3f}",
+            f"{parts.get('keyword', 0):.3f}",
+            "" if decay_part is None else f"{decay_part:.2f}",
+            h["memory"],
+            h.get("citation") or h["id"],
+        )
+    console.print(table if hits else "[dim]no memories matched[/dim]")
+
+
+def list_(
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+    category: Annotated[str | None, typer.Option("--category", "-c")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 50,
+    offset: Annotated[int, typer.Option("--offset")] = 0,
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List memories in a scope, newest first."""
+    from memoryd.cli import _print_json, console
+
+    with backend(url, key) as mem:
+        page = mem.list(
+            user_id=user, agent_id=agent, run_id=run, category=category, limit=limit, offset=offset
+        )
+    if as_json:
+        _print_json(page)
+        return
+    table = Table("id", "created", "type", "category", "memory")
+    for r in page["results"]:
+        table.add_row(
+            r["id"], r["created_at"][:16], r["memory_type"], r["category"] or "", r["memory"]
+        )
+    console.print(table)
+    console.print(f"[dim]{len(page['results'])} of {page['total']}[/dim]")
+
+
+def get(
+    memory_id: IdArg = None,
+    id_opt: IdOpt = None,
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one memory."""
+    from memoryd.cli import _print_json, console
+
+    with backend(url, key) as mem:
+        record = mem.get(_one_id(memory_id, id_opt))
+    if as_json:
+        _print_json(record)
+        return
+    for name, value in record.items():
+        console.print(f"[bold]{name}[/bold]: {value}")
+
+
+def update(
+    memory_id: IdArg = None,
+    id_opt: IdOpt = None,
+    text: Annotated[str | None, typer.Option("--text", "-t", help="new text")] = None,
+    metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object")] = None,
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a memory's text or metadata (the old version stays in history)."""
+    from memoryd.cli import _print_json, console
+
+    meta = _json_arg(metadata, "--metadata", dict, '{"category": "decision"}')
+    with backend(url, key) as mem:
+        record = mem.update(_one_id(memory_id, id_opt), text, meta)
+    if as_json:
+        _print_json(record)
+        return
+    console.print(f"updated {record['id']}: {record['memory']}")
+
+
+def delete(
+    memory_id: IdArg = None,
+    id_opt: IdOpt = None,
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a memory (kept in history; restorable)."""
+    from memoryd.cli import _print_json, console
+
+    with backend(url, key) as mem:
+        result = mem.delete(_one_id(memory_id, id_opt))
+    if as_json:
+        _print_json(result)
+        return
+    console.print(f"deleted {result['id']}")
+
+
+def restore(
+    memory_id: IdArg = None,
+    id_opt: IdOpt = None,
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring back a deleted memory."""
+    from memoryd.cli import _print_json, console
+
+    with backend(url, key) as mem:
+        record = mem.restore(_one_id(memory_id, id_opt))
+    if as_json:
+        _print_json(record)
+        return
+    console.print(f"restored {record['id']}: {record['memory']}")
+
+
+def history(
+    memory_id: IdArg = None,
+    id_opt: IdOpt = None,
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every change to a memory, oldest first."""
+    from memoryd.cli import _print_json, console
+
+    with backend(url, key) as mem:
+        entries = mem.history(_one_id(memory_id, id_opt))
+    if as_json:
+        _print_json({"results": entries})
+        return
+    table = Table("when", "event", "old", "new", "by", "why")
+    for e in entries:
+        table.add_row(
+            e["created_at"][:19],
+            e["event"],
+            e["old_memory"] or "",
+            e["new_memory"] or "",
+            e["actor"] or "",
+            e["reason"] or "",
+        )
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(add)
+    app.command()(search)
+    app.command("list")(list_)
+    app.command()(get)
+    app.command()(update)
+    app.command()(delete)
+    app.command()(restore)
+    app.command()(history)
