@@ -28,6 +28,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 DOCS = ROOT / "docs"
+DOC_SHOTS = {"ui-overview", "ui-search", "ui-memory", "ui-browse"}  # shown in the README
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -74,7 +75,7 @@ class Tab:
         ARTIFACTS.mkdir(exist_ok=True)
         target = ARTIFACTS / f"{name}.png"
         self.page.screenshot(path=str(target), full_page=full)
-        if os.environ.get("MEMORYD_UPDATE_SCREENSHOTS") == "1":
+        if os.environ.get("MEMORYD_UPDATE_SCREENSHOTS") == "1" and name in DOC_SHOTS:
             DOCS.mkdir(exist_ok=True)
             shutil.copy(target, DOCS / f"{name}.png")
 

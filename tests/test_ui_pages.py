@@ -269,7 +269,8 @@ def seed(memory: Memory, clock: Any) -> Seeded:
                 "finished_at": "2026-03-28T13:45:04+00:00",
                 "status": "ok",
                 "counts": {"files": 4, "added": 7, "updated": 1},
-                "error": None,
+                "errors": [],
+                "notes": ["memory/2026-03-27.md unchanged since the last run"],
             },
             {
                 "name": "dream",
@@ -324,6 +325,7 @@ def test_every_page_renders_with_seeded_data(memory: Memory, seeded: Seeded, liv
     assert "prod-eu-2" in page.text and "cluster moved" in page.text
     assert "<del>prod-eu-1;</del>" in page.text and "<ins>prod-eu-2;</ins>" in page.text
     assert pipelines.status_code == 200 and "LLM endpoint timed out" in pipelines.text
+    assert "1 note" in pipelines.text and "unchanged since the last run" in pipelines.text
     assert audit.status_code == 200
 
 
@@ -334,12 +336,17 @@ def test_search_page_shows_hits_with_score_parts(
         r = _get(server, "/ui/search", params={"q": "how do we deploy to production?"})
         scoped = _get(server, "/ui/search", params={"q": "peanuts", "user": "boss"})
         chunk = _get(server, "/ui/search", params={"q": "SQLite WAL default", "origin": "chunk"})
+        everything = _get(server, "/ui/search", params={"q": "deploy", "min": "0", "top_k": "50"})
+        relevant = _get(server, "/ui/search", params={"q": "deploy", "min": "0.3", "top_k": "50"})
     assert r.status_code == 200
     first = r.text.index('data-testid="hit"')
     assert "ArgoCD" in r.text[first : first + 3000]
     assert 'data-part="vector"' in r.text and 'data-part="keyword"' in r.text
     assert "allergic to peanuts" not in scoped.text
     assert "MEMORY.md#L3-L4" in chunk.text and chunk.text.count('data-testid="hit"') == 1
+    # with no minimum, recency alone ranks every memory; a minimum keeps the relevant ones
+    assert everything.text.count('data-testid="hit"') == 26
+    assert 1 <= relevant.text.count('data-testid="hit"') < 10 and "ArgoCD" in relevant.text
 
 
 def test_browse_pages_and_filters(memory: Memory, seeded: Seeded, live_server) -> None:  # type: ignore[no-untyped-def]
@@ -387,6 +394,40 @@ def test_edit_delete_restore_over_http(memory: Memory, seeded: Seeded, live_serv
     assert memory.get(mid).state == State.ACTIVE
     assert [e.event.value for e in memory.history(mid)] == ["ADD", "UPDATE", "DELETE", "RESTORE"]
     assert {e.actor for e in memory.history(mid)[1:]} == {"anonymous"}
+
+
+def test_a_chunk_shows_its_source_lines_from_the_workspace(
+    memory: Memory, seeded: Seeded, live_server, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    chunk = seeded.ids["chunk"]
+    with live_server(create_app(memory=memory)) as server:
+        missing = _get(server, f"/ui/memory/{chunk}")
+        workspace = tmp_path / "ws-dev"
+        workspace.mkdir()
+        (workspace / "MEMORY.md").write_text(
+            "# Memory\n\n## Decisions\n- Use SQLite WAL mode by default\n- Later line\n"
+        )
+        memory.settings.workspace.agents = {"dev": workspace}
+        shown = _get(server, f"/ui/memory/{chunk}")
+    assert "MEMORY.md no longer exists in the workspace of dev" in missing.text
+    lines = shown.text.split('data-testid="source-lines"', 1)[1].split("</pre>", 1)[0]
+    assert '<span class="ln">3</span>## Decisions' in lines
+    assert '<span class="ln">4</span>- Use SQLite WAL mode by default' in lines
+    assert "Later line" not in lines and "# Memory" not in lines
+
+
+def test_delete_confirmation_works_without_javascript(
+    memory: Memory, seeded: Seeded, live_server
+) -> None:  # type: ignore[no-untyped-def]
+    mid = seeded.ids["boss0"]
+    with live_server(create_app(memory=memory)) as server:
+        plain = _get(server, f"/ui/memory/{mid}")
+        confirm = _get(server, f"/ui/memory/{mid}?confirm=delete")
+        login = _get(server, "/ui/login")  # no keys configured: nothing to sign in to
+    assert '<dialog id="confirm-delete" class="dialog" >' in plain.text  # closed
+    assert '<dialog id="confirm-delete" class="dialog" open>' in confirm.text
+    assert f'action="/ui/memory/{mid}/delete"' in confirm.text
+    assert login.status_code == 303 and login.headers["location"] == "/ui"
 
 
 def test_cross_site_form_posts_are_refused(memory: Memory, seeded: Seeded, live_server) -> None:  # type: ignore[no-untyped-def]
@@ -480,7 +521,7 @@ def test_a_scoped_key_sees_only_its_users(keyed: Memory, seeded: Seeded, live_se
         browse = c.get("/ui/memories")
         other = c.get(f"/ui/memory/{boss_id}")
         own = c.get(f"/ui/memory/{seeded.alice[0]}")
-        search = c.get("/ui/search", params={"q": "deploys ArgoCD cluster"})
+        search = c.get("/ui/search", params={"q": "deploys ArgoCD cluster", "min": "0"})
         ask_boss = c.get("/ui/memories?user=boss")
         edit_boss = c.post(f"/ui/memory/{boss_id}/edit", data={"text": "hijacked"})
         delete_boss = c.post(f"/ui/memory/{boss_id}/delete")
@@ -515,7 +556,8 @@ def test_query_parsing_rejects_bad_numbers() -> None:
     q = Query.parse([("q", " deploy "), ("top_k", "20"), ("page", "3"), ("state", "")])
     assert (q.q, q.top_k, q.page, q.state) == ("deploy", 20, 3, "active")
     assert q.link(page=4) == "?q=deploy&top_k=20&page=4"
-    for bad in ([("top_k", "0")], [("page", "x")], [("mode", "fuzzy")], [("origin", "web")]):
+    bad_values = [("top_k", "0"), ("page", "x"), ("mode", "fuzzy"), ("origin", "web"), ("min", "2")]
+    for bad in ([pair] for pair in bad_values):
         with pytest.raises(InvalidInputError):
             Query.parse(bad)
 

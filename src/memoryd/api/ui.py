@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib
 import inspect
 import math
 import statistics
@@ -28,7 +27,6 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise, product
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -47,6 +45,8 @@ from memoryd.errors import (
 )
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, SearchHit, State
 from memoryd.search.tiers import memory_type as tier_of
+from memoryd.workspace.files import memory_get
+from memoryd.workspace.layout import resolve_workspace
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
@@ -139,6 +139,7 @@ class Query:
     state: str = "active"
     mode: str = "hybrid"
     top_k: int = 10
+    min: str = "0.1"  # least relevance a hit needs (before recency decay is blended in)
     page: int = 1
 
     @classmethod
@@ -173,7 +174,12 @@ class Query:
             )
         if query.mode not in ("hybrid", "vector", "keyword"):
             raise InvalidInputError(f"unknown mode {query.mode!r}", "use hybrid, vector or keyword")
+        _relevance(query.min)  # refused now, before any search runs
         return query
+
+    @property
+    def min_relevance(self) -> float:
+        return _relevance(self.min)
 
     def filters(self, memory: Memory) -> Filters:
         """Everything but user and agent, which come from :func:`scope_pairs`."""
@@ -219,6 +225,19 @@ class Query:
         return sum(
             bool(v) for v in (self.user, self.agent, self.category, self.tier, self.origin)
         ) + bool(self.since or self.until)
+
+
+def _relevance(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0.0 <= number <= 1.0:
+        raise InvalidInputError(
+            f"min relevance must be a number from 0 to 1, not {value!r}",
+            "0 shows every hit; 0.1 to 0.3 hides hits that rank on recency alone",
+        )
+    return number
 
 
 def _day(value: str, name: str, *, next_day: bool = False) -> datetime | None:
@@ -278,6 +297,7 @@ def search_in(memory: Memory, pairs: Sequence[Pair], query: Query, f: Filters) -
             user_id=user,
             agent_id=agent,
             top_k=query.top_k,
+            min_score=query.min_relevance,
             filters=f,
             mode=query.mode,
         ):
@@ -456,47 +476,55 @@ class SourceView:
 def source_lines(memory: Memory, record: MemoryRecord) -> SourceView | None:
     """The cited lines of the record's Markdown file, read through the workspace module.
 
-    The workspace module resolves the agent's workspace and refuses paths that
-    leave it, so the dashboard never opens a file a chunk merely names.
+    ``memory_get`` resolves the agent's workspace and refuses paths that leave
+    it, so the dashboard never opens a file a record merely names.
     """
     src = record.source
     if src is None:
         return None
-    layout = _optional_module("memoryd.workspace.layout")
-    files = _optional_module("memoryd.workspace.files")
-    if layout is None or files is None or record.agent_id is None:
-        return SourceView(note="Open the cited file in the agent's workspace to see these lines.")
+    if record.agent_id is None:
+        return SourceView(note="Open the cited file to see these lines.")
     start = src.start_line or 1
     count = (src.end_line or start) - start + 1 if src.start_line else None
     try:
-        ws = layout.resolve_workspace(memory.settings, record.agent_id, memory.store)
-        piece = files.memory_get(ws, src.path, start, count)
+        ws = resolve_workspace(memory.settings, record.agent_id, memory.store)
+        piece = memory_get(ws, src.path, start, count)
     except MemorydError as exc:  # a path the workspace refuses: say so instead of the lines
         return SourceView(note=f"Cannot show the lines: {exc.message}.")
     if piece.missing:
-        return SourceView(note="The cited file no longer exists in the workspace.")
-    text: str = piece.text
-    return SourceView(lines=[(start + n, line) for n, line in enumerate(text.split("\n"))])
-
-
-def _optional_module(name: str) -> ModuleType | None:
-    """A memoryd module another part of the project may not provide (yet)."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:  # the module exists but one of its imports is missing
-            raise
-        return None
+        return SourceView(note=f"{src.path} no longer exists in the workspace of {ws.agent_id}.")
+    return SourceView(lines=[(start + n, line) for n, line in enumerate(piece.text.split("\n"))])
 
 
 # -- pipelines and audit (rendered from what their owners record) ------------------------------
 def pipeline_runs(memory: Memory) -> list[dict[str, Any]]:
-    """Recorded runs, newest first: ``kv pipelines:runs`` is a list of dicts."""
+    """Recorded runs, newest first, from the store's ``pipelines:runs`` kv list.
+
+    Each run is a dict (name, started_at, finished_at, status, counts, error);
+    ``errors`` and ``notes`` lists, as a ``RunResult`` has them, are shown too.
+    """
     runs = memory.store.kv_get("pipelines:runs") or []
     if not isinstance(runs, list):
         return []
-    clean = [r for r in runs if isinstance(r, dict) and r.get("name")]
-    return sorted(clean, key=lambda r: str(r.get("started_at") or ""), reverse=True)
+    clean = []
+    for run in runs:
+        if not isinstance(run, dict) or not run.get("name"):
+            continue
+        errors = [str(e) for e in run.get("errors") or []]
+        if run.get("error"):
+            errors.insert(0, str(run["error"]))
+        notes = run.get("notes")
+        counts = run.get("counts")
+        clean.append(
+            {
+                **run,
+                "status": str(run.get("status") or "unknown"),
+                "errors": errors,
+                "notes": [str(n) for n in notes] if isinstance(notes, list) else [],
+                "counts": counts if isinstance(counts, dict) else {},
+            }
+        )
+    return sorted(clean, key=lambda r: _ts(r.get("started_at")), reverse=True)
 
 
 def audit_entries(memory: Memory, limit: int, *, include_ui: bool = False) -> list[dict[str, Any]]:
