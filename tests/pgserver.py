@@ -19,6 +19,7 @@ stay its parent and reap it: no zombies when PID 1 does not reap.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import itertools
 import os
@@ -40,7 +41,7 @@ from psycopg import sql
 PG_SYSTEM_USER = "memoryd-pg"
 DB_NAME = "memoryd"
 SUPERUSER = "postgres"
-TEMPLATE = "memoryd_test_template"  # a database with the vector extension, copied per test
+TEMPLATE_PREFIX = "memoryd_tmpl_"  # copied per test: see fresh_database
 
 _counter = itertools.count()
 
@@ -274,33 +275,58 @@ def _with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-def _ensure_template(conn: psycopg.Connection, base_url: str) -> None:
-    """Create the per-server template database (vector extension inside) once."""
-    conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (TEMPLATE,))
+def _template_name() -> str:
+    """Named after the store's code, so a long-lived server (``MEMORYD_TEST_PG_URL``)
+    never hands out a template migrated by older code."""
+    import memoryd.store.postgres as code
+
+    digest = hashlib.sha1(Path(code.__file__).read_bytes()).hexdigest()[:12]
+    return f"{TEMPLATE_PREFIX}{digest}"
+
+
+def _ensure_template(conn: psycopg.Connection, base_url: str) -> str:
+    """Create the template database once per server and code version: the vector
+    extension and memoryd's default schema, migrated. Older templates are dropped."""
+    from memoryd.store.postgres import PostgresStore
+
+    name = _template_name()
+    conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (TEMPLATE_PREFIX,))
     try:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (TEMPLATE,))
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
         if exists.fetchone():
-            return
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
-        with psycopg.connect(_with_database(base_url, TEMPLATE), autocommit=True) as t:
+            return name
+        stale = conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE %s",
+            (TEMPLATE_PREFIX.replace("_", "\\_") + "%",),
+        ).fetchall()
+        for (old,) in stale:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(old))
+            )
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        template_url = _with_database(base_url, name)
+        with psycopg.connect(template_url, autocommit=True) as t:
             t.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        PostgresStore(template_url).close()  # every test database starts migrated
+        return name
     finally:
-        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (TEMPLATE,))
+        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (TEMPLATE_PREFIX,))
 
 
 def fresh_database(base_url: str) -> str:
-    """A new, empty database on ``base_url``'s server with the vector extension.
+    """A new database on ``base_url``'s server: the vector extension and an empty,
+    migrated memoryd schema.
 
     Copied from a template database, which is much faster than creating the
-    extension each time. Needs the CREATEDB privilege on a server given by
-    ``MEMORYD_TEST_PG_URL``.
+    extension and the tables each time. Needs the CREATEDB privilege on a server
+    given by ``MEMORYD_TEST_PG_URL``.
     """
     name = f"memoryd_t{os.getpid()}_{next(_counter)}_{int(time.time() * 1000) % 100_000}"
     with psycopg.connect(base_url, autocommit=True, connect_timeout=10) as conn:
-        _ensure_template(conn, base_url)
+        template = _ensure_template(conn, base_url)
         conn.execute(
             sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
-                sql.Identifier(name), sql.Identifier(TEMPLATE)
+                sql.Identifier(name), sql.Identifier(template)
             )
         )
     return _with_database(base_url, name)
