@@ -174,6 +174,10 @@ def _envelope(path: str, content: str) -> dict[str, Any]:
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
         ],
     }

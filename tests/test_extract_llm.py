@@ -67,9 +67,7 @@ def test_the_llm_extracts_and_the_facts_are_stored(mem: Memory, fake: FakeLLM) -
 
 def test_custom_and_named_prompts_reach_the_model(mem: Memory, fake: FakeLLM) -> None:
     fake.script(facts("[dev] shipped PR #129"), facts())
-    mem.add(
-        "Today I shipped PR #129.", user_id="u", infer=True, prompt="List finished tasks only."
-    )
+    mem.add("Today I shipped PR #129.", user_id="u", infer=True, prompt="List finished tasks only.")
     mem.add("log", user_id="u", infer=True, prompt=DIGEST_EXTRACTION_PROMPT)
     first, second = (r["messages"][0]["content"] for r in fake.requests)
     assert first.startswith("List finished tasks only.") and '{"facts": [' in first
@@ -147,7 +145,12 @@ def test_reconciliation_uses_small_integer_ids_and_updates_with_history(
     )
     events = mem.add("standup is at 10 now", user_id="u", agent_id="dev", infer=True)
     assert [(e.event, e.id, e.memory, e.previous_memory) for e in events] == [
-        (Event.UPDATE, old.id, "Team standup is at 10:00 in room B", "Team standup is at 9:30 in room B")
+        (
+            Event.UPDATE,
+            old.id,
+            "Team standup is at 10:00 in room B",
+            "Team standup is at 9:30 in room B",
+        )
     ]
     shown = json.loads(fake.requests[1]["messages"][1]["content"])
     assert shown["existing"] == [{"id": 0, "text": "Team standup is at 9:30 in room B"}]

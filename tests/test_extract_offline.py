@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from memoryd.core import Memory
-from memoryd.extract import OfflineExtractor, PROMPTS, get_prompt
-from memoryd.extract.jsonfix import loads_lenient
 from memoryd.errors import InvalidInputError
+from memoryd.extract import PROMPTS, OfflineExtractor, get_prompt
+from memoryd.extract.jsonfix import loads_lenient
+from memoryd.extract.offline import split_sentences
 from memoryd.models import Event, Filters, Origin, State
 from memoryd.settings import LimitSettings
 
@@ -32,14 +33,25 @@ def test_sentences_are_facts_and_noise_is_dropped(offline: OfflineExtractor) -> 
     assert offline.extract(text) == [
         "Fixed session_snapshot dedup bug: changed block-level comparison to line-level matching.",
         "PR #7 submitted and merged.",
-        "The staging DB runs on port 5433.",
-        "Config lives in /etc/memoryd/app.toml.",
+        "The staging DB runs on port 5433. Config lives in /etc/memoryd/app.toml.",
     ]
 
 
-def test_identifiers_and_abbreviations_do_not_split_sentences(offline: OfflineExtractor) -> None:
+def test_a_short_line_stays_one_fact_and_a_long_one_is_split(offline: OfflineExtractor) -> None:
+    text = "kiro-cli: always use exec(pty=true). Never add & in command. Thanks!"
+    assert offline.extract(text) == ["kiro-cli: always use exec(pty=true). Never add & in command."]
+    long = " ".join(
+        f"Service svc-{n} moved to host db-{n}.example.com on port {5400 + n}." for n in range(8)
+    )
+    facts = offline.extract(long)
+    assert (
+        len(facts) == 8 and facts[3] == "Service svc-3 moved to host db-3.example.com on port 5403."
+    )
+
+
+def test_identifiers_and_abbreviations_do_not_split_sentences() -> None:
     text = "Upgrade to v1.2.3 on api.example.com, e.g. Tuesday. Use 10.0.0.1:8230 as the host."
-    assert offline.extract(text) == [
+    assert split_sentences(text) == [
         "Upgrade to v1.2.3 on api.example.com, e.g. Tuesday.",
         "Use 10.0.0.1:8230 as the host.",
     ]
@@ -50,6 +62,9 @@ def test_code_blocks_stay_whole_and_cjk_sentences_split(offline: OfflineExtracto
     assert offline.extract(text) == [
         "Run this:",
         "```bash\nmemoryd serve --port 8230\n```",
+        "服务端口是8230。数据库在本机。",
+    ]
+    assert split_sentences("服务端口是8230。数据库在本机。") == [
         "服务端口是8230。",
         "数据库在本机。",
     ]

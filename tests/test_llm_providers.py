@@ -82,7 +82,7 @@ def test_a_400_is_not_retried(fake: FakeLLM) -> None:
 
 def test_a_timeout_is_retried_then_reported(fake: FakeLLM) -> None:
     fake.script(Reply(content="late", delay=1.5), Reply(content="late", delay=1.5))
-    with pytest.raises(UpstreamError, match="timed out after 0.5s"):
+    with pytest.raises(UpstreamError, match=r"timed out after 0\.5s"):
         create_llm(openai(fake, timeout_s=0.5)).complete(MESSAGES)  # type: ignore[union-attr]
     assert len(fake.requests) == 2
 
@@ -91,9 +91,7 @@ def test_a_timeout_is_retried_then_reported(fake: FakeLLM) -> None:
     "reply",
     [Reply(raw="<html>proxy error</html>"), Reply(raw='{"choices": []}'), Reply(raw="[1, 2]")],
 )
-def test_a_body_that_is_not_a_chat_completion_is_a_clear_error(
-    fake: FakeLLM, reply: Reply
-) -> None:
+def test_a_body_that_is_not_a_chat_completion_is_a_clear_error(fake: FakeLLM, reply: Reply) -> None:
     fake.script(reply)
     with pytest.raises(UpstreamError) as info:
         create_llm(openai(fake, retries=0)).complete(MESSAGES)  # type: ignore[union-attr]
@@ -126,9 +124,7 @@ def test_anthropic_messages_api(fake: FakeLLM) -> None:
     assert headers["x-api-key"] == "ak-secret" and headers["anthropic-version"]
 
 
-def test_bedrock_converse_through_boto3(
-    fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_bedrock_converse_through_boto3(fake: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("boto3")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -136,7 +132,11 @@ def test_bedrock_converse_through_boto3(
     fake.script('{"facts": ["a"]}')
     settings = LLMSettings(
         provider="bedrock",
-        bedrock={"endpoint_url": fake.base, "model_id": "anthropic.claude-3-haiku", "region": "us-east-1"},  # type: ignore[arg-type]
+        bedrock={
+            "endpoint_url": fake.base,
+            "model_id": "anthropic.claude-3-haiku",
+            "region": "us-east-1",
+        },  # type: ignore[arg-type]
     )
     llm = create_llm(settings)
     assert llm is not None and llm.complete(MESSAGES) == '{"facts": ["a"]}'
@@ -173,4 +173,6 @@ def test_settings_come_from_the_environment_and_the_key_stays_secret(
     monkeypatch.setenv("MEMORYD_LLM__OPENAI__MODEL", "gpt-4o-mini")
     s = Settings()
     assert s.llm.provider == "openai" and s.llm.openai.model == "gpt-4o-mini"
-    assert "sk-live-123" not in repr(s) and "sk-live-123" not in json.dumps(s.model_dump(mode="json"))
+    assert "sk-live-123" not in repr(s) and "sk-live-123" not in json.dumps(
+        s.model_dump(mode="json")
+    )

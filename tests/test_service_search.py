@@ -24,9 +24,7 @@ def test_recency_weight_halves_every_half_life() -> None:
     assert recency_weight(-3, 30) == 1.0  # a future date is "now", never above 1
 
 
-def test_decay_blends_relevance_and_recency_and_keeps_the_original(
-    memory: Memory, clock
-) -> None:  # type: ignore[no-untyped-def]
+def test_decay_blends_relevance_and_recency_and_keeps_the_original(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
     memory.add("The release train leaves every Tuesday", user_id="u")
     clock.advance(days=30)
     hit = memory.search("when does the release train leave", user_id="u")[0]
@@ -53,9 +51,7 @@ def test_event_at_and_evergreen_decide_the_age(memory: Memory, clock) -> None:  
         user_id="u",
         event_at=clock.now - timedelta(days=60),  # happened two months before it was indexed
     )
-    memory.add(
-        "Curated: the queue runs on NATS", user_id="u", metadata={"evergreen": True}
-    )
+    memory.add("Curated: the queue runs on NATS", user_id="u", metadata={"evergreen": True})
     clock.advance(days=365)
     by_text = {h.text: h for h in memory.search("queue NATS", user_id="u")}
     assert by_text["Diary: migrated the queue to NATS"].parts.decay == pytest.approx(
@@ -64,9 +60,7 @@ def test_event_at_and_evergreen_decide_the_age(memory: Memory, clock) -> None:  
     assert by_text["Curated: the queue runs on NATS"].parts.decay == 1.0
 
 
-def test_weights_and_half_life_are_settings(
-    settings: Settings, embedder: Embedder, clock
-) -> None:  # type: ignore[no-untyped-def]
+def test_weights_and_half_life_are_settings(settings: Settings, embedder: Embedder, clock) -> None:  # type: ignore[no-untyped-def]
     settings.search.decay_similarity_weight = 0.5
     settings.search.decay_recency_weight = 0.5
     settings.search.decay_half_life_days = 10
@@ -146,9 +140,7 @@ def test_the_shared_pool_reaches_every_agent_of_the_user(team: Memory) -> None:
     assert team.search("kiro-cli", user_id="boss", agent_id="dev", include_shared=False) == []
 
 
-def test_the_shared_categories_are_configurable(
-    settings: Settings, embedder: Embedder
-) -> None:
+def test_the_shared_categories_are_configurable(settings: Settings, embedder: Embedder) -> None:
     settings.search.shared_categories = ["decision"]
     with Memory(settings, embedder=embedder) as mem:
         mem.add("Chose pgvector for local dev", user_id="b", agent_id="ops", category="decision")
@@ -191,9 +183,7 @@ def test_search_is_hybrid_not_vector_only(memory: Memory) -> None:
     assert hit.original_score > vector_only[0].score  # type: ignore[operator]
 
 
-def test_combined_search_long_term_plus_the_recent_short_term(
-    memory: Memory, clock
-) -> None:  # type: ignore[no-untyped-def]
+def test_combined_search_long_term_plus_the_recent_short_term(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
     memory.add("Long-term: redis runs on port 6380", user_id="u", agent_id="dev")
     memory.add(
         "Old short-term: redis restart on 2026-03-27",
@@ -219,13 +209,18 @@ def test_combined_search_long_term_plus_the_recent_short_term(
         "Long-term: redis runs on port 6380",
         "Lesson: redis needs maxmemory-policy allkeys-lru",
     }
-    assert [h.text for h in combined.short_term] == ["Recent short-term: redis was slow this morning"]
+    assert [h.text for h in combined.short_term] == [
+        "Recent short-term: redis was slow this morning"
+    ]
     assert {h.memory_type for h in combined.results} == {"long_term", "shared", "short_term"}
     wider = memory.search_combined("redis", user_id="u", agent_id="dev", recent_days=30)
     assert len(wider.short_term) == 2
-    assert memory.search_combined(
-        "redis", user_id="u", agent_id="dev", long_term_top_k=1, short_term_top_k=1
-    ).results.__len__() == 2
+    assert (
+        memory.search_combined(
+            "redis", user_id="u", agent_id="dev", long_term_top_k=1, short_term_top_k=1
+        ).results.__len__()
+        == 2
+    )
     with pytest.raises(InvalidInputError, match="recent_days"):
         memory.search_combined("redis", user_id="u", recent_days=0)
 

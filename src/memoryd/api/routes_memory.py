@@ -207,8 +207,8 @@ async def _add(
     infer: bool,
     prompt: str | None,
 ) -> list[dict[str, Any]]:
-    p.check(user_id, agent_id)
     audit.note(request, op="add", user_id=user_id, agent_id=agent_id, run_id=run_id)
+    p.check(user_id, agent_id)
     mem = _memory(request)
     slots: asyncio.Semaphore = request.app.state.add_slots
     async with slots:
@@ -229,13 +229,13 @@ async def _add(
 
 
 async def _reset(request: Request, p: Principal, scope: ScopeRequest) -> int:
+    audit.note(request, op="reset", **scope.model_dump())
     p.require_admin()
     if not scope.user_id:
         raise InvalidInputError(
             "reset needs a user_id: memoryd never wipes every user at once",
             "pass user_id (and agent_id / run_id to narrow it further)",
         )
-    audit.note(request, op="reset", **scope.model_dump())
     count = await _run(
         _memory(request).reset,
         user_id=scope.user_id,
@@ -273,10 +273,10 @@ async def memory_search(
     body: SearchRequest, request: Request, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """Hybrid search with time decay, the shared pool and the score parts."""
-    p.check(body.user_id, body.agent_id)
     audit.note(
         request, op="search", user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id
     )
+    p.check(body.user_id, body.agent_id)
     mem = _memory(request)
     hits = await _run(
         mem.search,
@@ -301,8 +301,8 @@ async def memory_search_combined(
 ) -> dict[str, Any]:
     """Long-term memories plus the last ``recent_days`` of short-term ones, labelled
     by ``memory_type``; long-term first, each part ranked on its own."""
-    p.check(body.user_id, body.agent_id)
     audit.note(request, op="search_combined", user_id=body.user_id, agent_id=body.agent_id)
+    p.check(body.user_id, body.agent_id)
     mem = _memory(request)
     combined = await _run(
         mem.search_combined,
@@ -340,8 +340,8 @@ async def memory_list(
     p: Principal = Depends(principal),
 ) -> dict[str, Any]:
     """Memories in a scope, newest first, with the total for paging."""
-    p.check(user_id, agent_id)
     audit.note(request, op="list", user_id=user_id, agent_id=agent_id, run_id=run_id)
+    p.check(user_id, agent_id)
     mem = _memory(request)
     shared = mem.settings.search.shared_categories
     spec = FilterSpec(category=category, origin=origin, memory_type=memory_type)

@@ -4,8 +4,14 @@ The offline extractor never rewrites a sentence, so names, ports, paths, ids
 and numbers survive exactly; it only decides where one fact ends and whether
 a piece is worth remembering. Noise is what the seed's diary plugin filters
 too: greetings, thanks, acknowledgements, filler, bare timestamps, questions.
-Markdown headings are dropped (they label facts, they are not facts), bullet
-markers and speaker prefixes are removed, fenced code blocks stay whole.
+
+A line (a bullet, a message, a paragraph) is one fact with its noise
+sentences trimmed, as long as it is short (``max_fact_chars``, 280): a
+second sentence often leans on the first ("kiro-cli: use exec(pty=true).
+Never add & in command."), and split apart it would lose its subject.
+Longer lines are split into sentences. Markdown headings are dropped (they
+label facts, they are not facts), bullet markers and speaker prefixes are
+removed, fenced code blocks stay whole.
 """
 
 from __future__ import annotations
@@ -145,8 +151,9 @@ class OfflineExtractor:
 
     follows_prompts = False
 
-    def __init__(self, limits: LimitSettings) -> None:
+    def __init__(self, limits: LimitSettings, max_fact_chars: int = 280) -> None:
         self.limits = limits
+        self.max_fact_chars = max_fact_chars
 
     def extract(self, text: str, prompt: str | None = None, today: date | None = None) -> list[str]:
         facts: list[str] = []
@@ -181,8 +188,15 @@ class OfflineExtractor:
                 continue
             line = _SPEAKER.sub("", line)
             line = _BULLET.sub("", line).strip()
-            for sentence in split_sentences(line):
-                out.extend(self._fit(sentence))
+            kept = [s for s in split_sentences(line) if not is_noise(s)]
+            joined = "".join(
+                f"{x} " if not x.endswith(("。", "！", "？")) else x for x in kept
+            ).strip()
+            if len(joined) <= self.max_fact_chars:
+                out.extend(self._fit(joined))  # a short line is one fact, chatter trimmed
+            else:
+                for sentence in kept:
+                    out.extend(self._fit(sentence))
         return out
 
     def _fit(self, unit: str) -> list[str]:
