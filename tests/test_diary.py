@@ -242,3 +242,20 @@ def test_concurrent_appends_from_processes_never_interleave_and_readers_see_whol
         w, k = re.match(r"## w(\d+) k(\d+)", section).groups()  # type: ignore[union-attr]
         body = [line for line in section.splitlines()[1:] if line.strip()]
         assert body == [f"  w{w} k{k} line {i}" for i in range(60)]
+
+
+def test_workspace_mapping_and_time_zone_decide_file_and_heading(
+    memory: Memory, clock, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    memory.settings.workspace.agents = {"dev": tmp_path / "dev-ws"}
+    memory.settings.workspace.timezone = "Asia/Tokyo"
+    clock.advance(hours=11)  # 2026-03-27 20:00 UTC is 2026-03-28 05:00 in Tokyo
+    result = diary.capture(
+        memory, agent_id="dev", messages=turn("Night shift handover?", "All green.")
+    )
+    assert (result.path, result.time) == ("memory/2026-03-28.md", "05:00")
+    assert (
+        (tmp_path / "dev-ws" / "memory" / "2026-03-28.md")
+        .read_text()
+        .startswith("# 2026-03-28\n\n## 05:00\n")
+    )

@@ -201,3 +201,71 @@ def test_lessons_are_shared_across_agents_read_only(keyed: Memory, server) -> No
         assert "PermissionDeniedError" in denied and "agent 'dev'" in denied and "Hint:" in denied
         assert "PermissionDeniedError" in ops.error("memory_delete", memory_id=lesson)
     assert keyed.get(lesson).text.startswith("kiro-cli hangs")
+
+
+def test_session_context_and_workspace_files_through_mcp(keyed: Memory, server, clock) -> None:  # type: ignore[no-untyped-def]
+    from memoryd.workspace.indexer import index_workspace
+    from memoryd.workspace.layout import resolve_workspace
+
+    ws = resolve_workspace(keyed.settings, "dev", keyed.store)
+    (ws.root / "memory").mkdir(parents=True)
+    (ws.root / "MEMORY.md").write_text("# Memory\n\n- Releases are cut on Thursdays\n")
+    (ws.root / "memory" / "2026-03-26.md").write_text(
+        "# 2026-03-26\n\n## 23:50\n- Late fix: the cache TTL is 300 s, not 30 s\n"
+    )
+    turn = {
+        "agent_id": "dev",
+        "user_id": "boss",
+        "messages": [
+            {"role": "user", "content": "Which queue does the billing worker read?"},
+            {"role": "assistant", "content": "billing-events on the prod RabbitMQ cluster."},
+        ],
+    }
+    posted = httpx.post(
+        f"{server.url}/v1/diary", json=turn, headers={"Authorization": "Bearer k-dev"}
+    )
+    assert posted.status_code == 200 and posted.json()["written"], posted.text
+    (ws.root / "memory" / "ops-notes.md").write_text(
+        "# Ops notes\n\n## Queues\n\nThe billing worker reads billing-events.\n"
+        "Dead letters go to billing-dlq and are replayed nightly.\n"
+    )
+    index_workspace(keyed, ws)
+    with session(server, Authorization="Bearer k-dev") as dev:
+        context = dev.call("memory_context", query="billing queue")
+        text = context["text"]
+        assert context["agent_id"] == "dev" and context["today"] == "2026-03-27"
+        for expected in ("Releases are cut on Thursdays", "cache TTL is 300 s",
+                         "billing-events on the prod RabbitMQ cluster"):  # fmt: skip
+            assert expected in text
+        assert text.index("today's diary") < text.index("yesterday's diary")
+
+        hits = dev.call("memory_search", query="where do dead letters go?", top_k=3)["results"]
+        cited = next(h for h in hits if h.get("citation", "").startswith("memory/ops-notes.md"))
+        path, span = cited["citation"].split("#L")
+        first, last = (int(x) for x in span.split("-L"))
+        got = dev.call("memory_get", path=path, **{"from": first, "lines": last - first + 1})
+        assert "Dead letters go to billing-dlq" in got["text"]
+        assert got["lines"] == last - first + 1 and got["from"] == first
+
+        whole = dev.call("memory_get", path="MEMORY.md")
+        assert whole["text"] == "# Memory\n\n- Releases are cut on Thursdays"
+        missing = dev.call("memory_get", path="memory/2020-01-01.md")
+        assert missing["text"] == "" and missing["missing"] is True
+        for bad, error in (("../ops/MEMORY.md", "'..'"), ("/etc/passwd", "absolute"),
+                           ("memory/../../x.md", "'..'"), ("secrets.txt", "not a Markdown")):  # fmt: skip
+            text = dev.error("memory_get", path=bad)
+            assert "InvalidInputError" in text and error in text and "Hint:" in text, bad
+    outside = ws.root.parent / "outside.md"
+    outside.write_text("secret\n")
+    (ws.root / "memory" / "link.md").symlink_to(outside)
+    with session(server, Authorization="Bearer k-dev") as dev:
+        assert "PermissionDeniedError" in dev.error("memory_get", path="memory/link.md")
+
+
+def test_workspace_tools_need_an_agent_scope(server) -> None:  # type: ignore[no-untyped-def]
+    with session(server) as anyone:
+        text = anyone.error("memory_get", path="MEMORY.md")
+        assert "no agent" in text and "X-Memoryd-Agent" in text
+        assert "no agent" in anyone.error("memory_context")
+    with session(server, **{"X-Memoryd-Agent": "dev"}) as dev:
+        assert dev.call("memory_get", path="MEMORY.md")["missing"] is True

@@ -45,6 +45,11 @@ def test_stdio_server_writes_and_reads_in_its_configured_scope(
         assert other not in {h["id"] for h in releases["results"]}
         error = s.error("memory_delete", memory_id=other)
         assert "NotFoundError" in error and "Hint:" in error
+        notes = home / "workspaces" / "claude-code" / "MEMORY.md"
+        notes.parent.mkdir(parents=True)
+        notes.write_text("# Memory\n\n- Prefer small PRs\n")
+        assert s.call("memory_get", path="MEMORY.md", **{"from": 3})["text"] == "- Prefer small PRs"
+        assert "Prefer small PRs" in s.call("memory_context")["text"]
     with Memory(Settings(home=home), embedder=embedder) as mem:
         record = mem.get(mid)
         assert (record.user_id, record.agent_id, record.category) == (

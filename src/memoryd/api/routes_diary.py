@@ -37,7 +37,7 @@ class DiaryRequest(BaseModel):
     user_id: str | None = Field(
         default=None,
         description="the user the agent works for (checked against the key's scope); "
-        "default: mcp.user_id",
+        "default: workspace.user_id",
     )
     messages: list[DiaryMessage] = Field(description="the finished turn's messages, in order")
 
@@ -52,7 +52,7 @@ async def post_diary(
     answer says so (``written: false, reason: "noise"``); that is not an error.
     """
     mem: Memory = request.app.state.memory
-    user_id = body.user_id or mem.settings.mcp.user_id
+    user_id = body.user_id or mem.settings.workspace.user_id
     p.check(user_id, body.agent_id)
     result = await run_in_threadpool(
         diary.capture,

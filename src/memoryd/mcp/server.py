@@ -58,7 +58,9 @@ def build_server(memory: Memory, scope_of: Callable[[Context], Scope]) -> MCPSer
     )
     tools = MemoryTools(memory, scope_of)
     for fn, hints in (
+        (tools.memory_context, _READ_ONLY),
         (tools.memory_search, _READ_ONLY),
+        (tools.memory_get, _READ_ONLY),
         (tools.memory_list, _READ_ONLY),
         (tools.memory_history, _READ_ONLY),
         (tools.memory_add, _WRITE),

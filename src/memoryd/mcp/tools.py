@@ -18,10 +18,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from memoryd.core import Memory
-from memoryd.errors import MemorydError, NotFoundError, PermissionDeniedError
+from memoryd.errors import InvalidInputError, MemorydError, NotFoundError, PermissionDeniedError
 from memoryd.mcp.scope import Scope
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
 from memoryd.search.tiers import SHARED, memory_type
+from memoryd.workspace.context import build_context
+from memoryd.workspace.files import memory_get as read_lines
+from memoryd.workspace.layout import Workspace, local_today, resolve_workspace
 
 #: The categories a model picks from (seed 000's table, plus ``task``).
 CATEGORIES: dict[str, str] = {
@@ -49,6 +52,9 @@ Category = Literal[
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+# Arguments whose wire name is a Python keyword (OpenClaw's memory_get takes "from"):
+# the SDK passes them by alias, the function receives them by parameter name.
+_PARAMETER_OF_ALIAS = {"from": "from_line"}
 
 
 def tool_errors(fn: _F) -> _F:
@@ -61,6 +67,7 @@ def tool_errors(fn: _F) -> _F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs = {_PARAMETER_OF_ALIAS.get(k, k): v for k, v in kwargs.items()}
         try:
             return fn(*args, **kwargs)
         except MemorydError as exc:
@@ -129,12 +136,13 @@ class MemoryTools:
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> dict[str, Any]:
-        """List stored memories, newest first (not a search: use memory_search to find
-        something). Useful to review what is remembered in a category, e.g. every
+        """List remembered facts, newest first (not a search: use memory_search to find
+        something; Markdown file excerpts are not listed, read them with memory_get). Useful to review what is remembered in a category, e.g. every
         open task or every preference, or to find an id to update or delete."""
         scope = self.scope_of(ctx)
         filters = Filters(
             categories=[category] if category else None,
+            origins=[Origin.API, Origin.FACT],  # file excerpts are read with memory_get
             long_term_only=tier == "long_term",
             short_term_only=tier == "short_term",
         )
@@ -163,6 +171,61 @@ class MemoryTools:
         self._readable(scope, memory_id)
         entries = self.memory.history(memory_id)
         return {"id": memory_id, "history": [e.model_dump(mode="json") for e in entries]}
+
+    @tool_errors
+    def memory_get(
+        self,
+        path: Annotated[
+            str,
+            Field(
+                description="workspace-relative Markdown path, e.g. MEMORY.md or "
+                "memory/2026-03-27.md (the part of a citation before #)"
+            ),
+        ],
+        ctx: Context,
+        from_line: Annotated[
+            int | None,
+            Field(alias="from", ge=1, description="first line, 1-based (a citation's Lx)"),
+        ] = None,
+        lines: Annotated[
+            int | None, Field(ge=1, description="how many lines; omit to read to the end")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Read lines of one of this agent's Markdown memory files: MEMORY.md, a daily
+        diary memory/YYYY-MM-DD.md, a session note or topic note. Use it after
+        memory_search to read around a hit (its citation memory/2026-03-27.md#L12-L30
+        means path memory/2026-03-27.md, from 12, lines 19), or to read today's
+        and yesterday's diary at session start. A file that does not exist gives
+        empty text (nothing was written that day). Only files inside the agent's
+        workspace can be read."""
+        scope = self.scope_of(ctx)
+        got = read_lines(self._workspace(scope), path, from_line, lines)
+        return got.to_json()
+
+    @tool_errors
+    def memory_context(
+        self,
+        ctx: Context,
+        query: Annotated[
+            str | None,
+            Field(description="the topic of the conversation, to add the most relevant memories"),
+        ] = None,
+        budget: Annotated[
+            int | None,
+            Field(ge=500, le=200_000, description="characters (default 20000)"),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Session-start context, in one call: the agent's identity files, MEMORY.md,
+        today's and yesterday's diary (the only copy of what happened since the last
+        nightly consolidation) and, with a query, the most relevant memories. Call it
+        once at the start of every session, before the first answer; then use
+        memory_search for specific questions. Long files are cut in the middle with a
+        marker that says how to read the rest with memory_get."""
+        scope = self.scope_of(ctx)
+        built = build_context(
+            self.memory, self._workspace(scope), query=query, budget=budget, user_id=scope.user_id
+        )
+        return built.to_json()
 
     # -- writing --------------------------------------------------------------------------
     @tool_errors
@@ -279,13 +342,19 @@ class MemoryTools:
         recent_days: int,
         min_score: float | None,
     ) -> list[SearchHit]:
-        """One ranked list; ``combined`` is :meth:`Memory.search_combined` merged by score."""
+        """One ranked list; ``combined`` is :meth:`Memory.search_combined` merged by score.
+
+        The agent's own Markdown files are indexed under the workspace owner
+        (``workspace.user_id``); when the connection's user is another one, those
+        excerpts are searched too: the agent may read its files (memory_get).
+        """
         base = Filters(categories=[category] if category else None)
         common: dict[str, Any] = {
             "user_id": scope.user_id,
             "agent_id": scope.agent_id,
             "min_score": min_score,
         }
+        hits: list[SearchHit]
         if tier == "combined":
             combined = self.memory.search_combined(
                 query,
@@ -295,14 +364,27 @@ class MemoryTools:
                 filters=base,
                 **common,
             )
-            hits = sorted(combined.results, key=lambda h: h.score, reverse=True)
-            return hits[:top_k]
-        if tier == "long_term":
+            hits = combined.results
+        elif tier == "long_term":
             filters = base.model_copy(update={"long_term_only": True})
+            hits = self.memory.search(query, top_k=top_k, filters=filters, **common)
         else:
             since = self.memory.clock() - timedelta(days=recent_days)
             filters = base.model_copy(update={"short_term_only": True, "created_after": since})
-        return self.memory.search(query, top_k=top_k, filters=filters, **common)
+            hits = self.memory.search(query, top_k=top_k, filters=filters, **common)
+        owner = self.memory.settings.workspace.user_id
+        if tier != "short_term" and scope.agent_id and owner != scope.user_id and not category:
+            hits = hits + self.memory.search(
+                query,
+                user_id=owner,
+                agent_id=scope.agent_id,
+                top_k=top_k,
+                min_score=min_score,
+                filters=Filters(origins=[Origin.CHUNK]),
+                include_shared=False,
+            )
+        unique = {h.id: h for h in sorted(hits, key=lambda h: h.score)}  # best score wins
+        return sorted(unique.values(), key=lambda h: h.score, reverse=True)[:top_k]
 
     def _readable(self, scope: Scope, memory_id: str) -> MemoryRecord:
         """Own memories, and the user's shared pool (other agents' lessons)."""
@@ -341,8 +423,17 @@ class MemoryTools:
     def _type(self, record: MemoryRecord) -> str:
         return memory_type(record, self.memory.settings.search.shared_categories)
 
+    def _workspace(self, scope: Scope) -> Workspace:
+        if scope.agent_id is None:
+            raise InvalidInputError(
+                "this connection acts for no agent, and files live in an agent's workspace",
+                "start the server with `memoryd mcp --agent ID` (or send X-Memoryd-Agent)",
+            )
+        return resolve_workspace(self.memory.settings, scope.agent_id, self.memory.store)
+
     def _today(self) -> str:
-        return f"{self.memory.clock():%Y-%m-%d}"
+        """Today's date in the workspace time zone: the short-term run id (seed 001)."""
+        return local_today(self.memory.settings.workspace, self.memory.clock).isoformat()
 
 
 def _not_found(memory_id: str) -> NotFoundError:

@@ -31,8 +31,9 @@ from typing import Any
 
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, PermissionDeniedError
-from memoryd.settings import DiarySettings, Settings
+from memoryd.settings import DiarySettings
 from memoryd.validate import check_id
+from memoryd.workspace.layout import MEMORY_DIR, local_now, resolve_workspace
 
 # Roles that carry conversation; everything else (tool results, system) is tool chatter.
 _CONVERSATION_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
@@ -118,20 +119,6 @@ class DiaryResult:
             "dropped": self.dropped,
             "bytes": self.bytes,
         }
-
-
-# -- workspace ---------------------------------------------------------------------------
-def workspace_dir(settings: Settings, agent_id: str) -> Path:
-    """The agent's workspace: OpenClaw's ``~/.openclaw/workspace-{id}`` when it exists,
-    else ``$MEMORYD_HOME/workspaces/{id}``. ``agent_id`` must already be checked."""
-    openclaw = Path("~/.openclaw").expanduser() / f"workspace-{agent_id}"
-    if openclaw.is_dir():
-        return openclaw
-    return settings.home / "workspaces" / agent_id
-
-
-def diary_path(workspace: Path, when: datetime) -> Path:
-    return workspace / "memory" / f"{when:%Y-%m-%d}.md"
 
 
 # -- cleaning and noise -------------------------------------------------------------------
@@ -349,9 +336,9 @@ def capture(
             f"{len(messages)} messages in one turn; the limit is {settings.max_messages}",
             "send only the messages of the finished turn (from the last user message on)",
         )
-    now = memory.clock()
-    root = workspace or workspace_dir(memory.settings, agent_id)
-    path = diary_path(root, now)
+    now = local_now(memory.settings.workspace, memory.clock)
+    root = workspace or resolve_workspace(memory.settings, agent_id, memory.store).root
+    path = root / MEMORY_DIR / f"{now:%Y-%m-%d}.md"
     _check_inside(root, path)
     result = DiaryResult(
         agent_id=agent_id,
