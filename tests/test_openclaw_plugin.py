@@ -101,3 +101,72 @@ def test_plugin_posts_real_turns_into_the_agents_diary(memoryd_serve: tuple[str,
     text = diaries[0].read_text()
     assert text.count("· session s-live-1") == 1 and "OOMKilled: the memory limit" in text
     assert not (openclaw / "workspace-ops").exists()
+
+
+SKILL = PLUGIN / "skills" / "memoryd" / "SKILL.md"
+
+
+def skill_commands() -> list[str]:
+    """Every ``memoryd …`` command the skill shows, in code blocks and inline."""
+    text = SKILL.read_text()
+    found = re.findall(r"`(memoryd [^`\n]+)`", text)
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        found += [line.split("  #")[0].strip() for line in block.splitlines()]
+    # a bare "memoryd add" in prose names the command; it is not an example
+    return list(dict.fromkeys(c for c in found if c.startswith("memoryd ") and c.count(" ") > 1))
+
+
+def test_every_command_the_skill_teaches_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+    from datetime import UTC, datetime
+
+    from typer.testing import CliRunner
+
+    from memoryd.cli import app
+
+    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "memoryd"))
+    monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
+    ws = tmp_path / "memoryd" / "workspaces" / "main"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- We deploy with ArgoCD\n")
+    runner = CliRunner()
+    added = runner.invoke(
+        app,
+        [
+            "add",
+            "--user",
+            "default",
+            "--agent",
+            "main",
+            "--text",
+            "Deploys go through ArgoCD",
+            "--json",
+        ],
+    )
+    assert added.exit_code == 0, added.output
+    memory_id = json.loads(added.output)["results"][0]["id"]
+    values = {
+        "<user>": "default",
+        "<agent>": "main",
+        "<topic>": "deploy",
+        "<question or identifier>": "how do we deploy",
+        "…": "deploy",
+        "<fact>": "The staging database listens on 5433",
+        "<note>": "Today we debug the flaky login test",
+        "<YYYY-MM-DD>": datetime.now(UTC).date().isoformat(),
+        "<path>": "MEMORY.md",
+        "<id>": memory_id,
+        " N ": " 1 ",
+        " M": " 5",
+    }
+    commands = skill_commands()
+    assert len(commands) >= 10 and any("--combined" in c for c in commands)
+    for command in sorted(commands, key=lambda c: " delete " in c):  # delete last
+        for placeholder, value in values.items():
+            command = command.replace(placeholder, value)
+        assert "<" not in command, command
+        result = runner.invoke(app, shlex.split(command)[1:])
+        assert result.exit_code == 0, f"{command}\n{result.output}"
