@@ -5,6 +5,7 @@ with SQLite is in test_store_contract.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -257,3 +258,26 @@ def test_redacted_url_is_what_status_shows(pg_db: str) -> None:
         assert store.url == pg_db
     finally:
         store.close()
+
+
+def test_missing_pgvector_says_who_must_install_it(pg_url: str) -> None:
+    from urllib.parse import urlsplit, urlunsplit
+
+    name = f"memoryd_t_novec_{os.getpid()}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        try:
+            if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = 'memoryd_app'").fetchone():
+                admin.execute("CREATE ROLE memoryd_app LOGIN")  # not a superuser
+            admin.execute(f"CREATE DATABASE {name} OWNER memoryd_app TEMPLATE template0")
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("this server does not let the tests create roles")
+    parts = urlsplit(pg_url)
+    url = urlunsplit(
+        parts._replace(netloc=f"memoryd_app@{parts.hostname}:{parts.port}", path=f"/{name}")
+    )
+    try:
+        with pytest.raises(StoreError, match="pgvector extension is not installed") as info:
+            open_store(url)
+        assert "CREATE EXTENSION vector" in (info.value.hint or "")
+    finally:
+        pgserver.drop_database(urlunsplit(parts._replace(path=f"/{name}")))

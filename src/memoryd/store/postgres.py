@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 _INSTALL_HINT = "pip install 'memoryd[postgres]'"
 _MAX_VECTOR_DIM = 2000  # pgvector indexes vector up to 2000 dims, halfvec up to 4000
 _MAX_HALFVEC_DIM = 4000
+_MIN_PGVECTOR = (0, 8)
 _COLUMNS = (
     "id, text, user_id, agent_id, run_id, category, metadata, origin, source_path, "
     "source_start, source_end, context, state, created_at, updated_at, event_at, hash"
@@ -259,18 +260,28 @@ class PostgresStore:
                     conn.execute(f"INSERT INTO {self.t_migrations} (name) VALUES (%s)", (name,))
 
     def _ensure_extension(self, conn: psycopg.Connection[Any]) -> None:
-        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        """pgvector, 0.8 or newer (iterative index scans keep filtered searches full)."""
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        found = row.fetchone()
+        if found is None:
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except self._psycopg.Error as exc:
+                raise StoreError(
+                    f"the pgvector extension is not installed in {self.url} and memoryd may "
+                    f"not create it ({str(exc).strip()})",
+                    "install pgvector (0.8 or newer) on the server and run CREATE EXTENSION "
+                    "vector; in this database as a superuser, then start memoryd again",
+                ) from exc
             return
-        try:
-            with conn.transaction():
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except self._psycopg.Error as exc:
+        version = tuple(int(p) for p in re.findall(r"\d+", found[0])[:2])
+        if version < _MIN_PGVECTOR:
             raise StoreError(
-                f"the pgvector extension is not installed in {self.url} and memoryd may not "
-                f"create it ({str(exc).strip()})",
-                "install pgvector on the server and run CREATE EXTENSION vector; in this "
-                "database as a superuser, then start memoryd again",
-            ) from exc
+                f"{self.url} has pgvector {found[0]}; memoryd needs 0.8 or newer",
+                "upgrade pgvector on the server, then run ALTER EXTENSION vector UPDATE; "
+                "as a superuser",
+            )
 
     def _check_is_ours(self, conn: psycopg.Connection[Any]) -> None:
         tables = {
