@@ -449,6 +449,23 @@ class Memory:
             memory_id, State.DELETED, event=Event.DELETE, actor=actor, reason=reason
         )
 
+    def archive(
+        self,
+        memory_id: str,
+        *,
+        user_id: str | None = None,
+        actor: str | None = None,
+        reason: str | None = None,
+    ) -> MemoryRecord:
+        """Out of default search and list, still found with ``include_archived``; never
+        deleted (TTL decay, :mod:`memoryd.pipelines.decay`). ``restore`` undoes it."""
+        record = self.get(memory_id, user_id=user_id)
+        if record.state == State.ARCHIVED:
+            return record
+        return self.store.set_state(
+            memory_id, State.ARCHIVED, event=Event.ARCHIVE, actor=actor, reason=reason
+        )
+
     def restore(
         self, memory_id: str, *, user_id: str | None = None, actor: str | None = None
     ) -> MemoryRecord:
@@ -522,6 +539,7 @@ class Memory:
         mode: str = "hybrid",
         time_decay: bool | None = None,
         include_shared: bool = True,
+        include_archived: bool = False,
     ) -> builtins.list[SearchHit]:
         """Hybrid search in a scope. ``mode`` is ``hybrid``, ``vector`` or ``keyword``.
 
@@ -531,6 +549,7 @@ class Memory:
         blends relevance with recency and ``original_score`` keeps the relevance.
         ``min_score`` is compared with the relevance, so a fresh but unrelated memory
         cannot pass on recency alone. Each hit carries its ``memory_type``.
+        ``include_archived`` adds memories archived by TTL decay to the active ones.
         """
         s = self.settings.search
         top_k = check_top_k(top_k if top_k is not None else s.default_top_k, s.max_top_k)
@@ -548,6 +567,8 @@ class Memory:
                 if v is not None
             }
         )
+        if include_archived and State.ARCHIVED not in f.states:
+            f.states = [*f.states, State.ARCHIVED]
         qvec = self.embed_query(query) if mode != "keyword" else None
         n = max(top_k * s.candidate_multiplier, s.min_candidates)
         candidates = hybrid_candidates(self.store, query, qvec, f, n, s, mode)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -270,6 +270,92 @@ class WorkspaceSettings(BaseModel):
         return v
 
 
+class DecaySettings(BaseModel):
+    """TTL decay (``memoryd run decay``, seed 003's organizer), owned by
+    :mod:`memoryd.pipelines.decay`.
+
+    Each memory category belongs to a TTL class (``classes``); a class's TTL is in
+    ``ttl_days`` (``null``: never expires). A memory not updated for its class's TTL
+    is summarised into a lesson and archived: out of default search, still found
+    with ``--include-archived``, never deleted. Categories not listed fall into
+    ``default_class``, which never expires by default: decay only touches what is
+    known to be transient.
+    """
+
+    ttl_days: dict[str, float | None] = Field(
+        default_factory=lambda: {
+            "personal": None,
+            "system": None,
+            "knowledge": None,
+            "tasks": 7.0,
+            "agents": 30.0,
+        }
+    )
+    classes: dict[str, str] = Field(
+        default_factory=lambda: {
+            "preference": "personal",
+            "preferences": "personal",
+            "personal": "personal",
+            "profile": "personal",
+            "contact": "personal",
+            "relationship": "personal",
+            "environment": "system",
+            "system": "system",
+            "config": "system",
+            "infrastructure": "system",
+            "decision": "knowledge",
+            "experience": "knowledge",
+            "procedural": "knowledge",
+            "lesson": "knowledge",
+            "task": "tasks",
+            "tasks": "tasks",
+            "todo": "tasks",
+            "short_term": "tasks",
+            "progress": "tasks",
+            "agent": "agents",
+            "agents": "agents",
+            "project": "agents",
+            "event": "agents",
+            "conversation": "agents",
+            "note": "agents",
+        }
+    )
+    default_class: str = "personal"
+    include_short_term: bool = False  # short-term memories (run_id set) are the dream's job
+    max_group: int = Field(default=40, ge=1, le=500)  # expired memories summarised together
+    lessons_per_group: int = Field(default=3, ge=1, le=20)
+    default_agent: str = "main"  # workspace for lessons of memories without an agent
+    index_max_bytes: int = Field(default=2048, ge=256)  # memory/INDEX.md budget
+    index_recent: int = Field(default=8, ge=0, le=100)  # newest memories listed in INDEX.md
+
+    @model_validator(mode="after")
+    def _classes_have_ttls(self) -> DecaySettings:
+        unknown = sorted({*self.classes.values(), self.default_class} - set(self.ttl_days))
+        if unknown:
+            raise ValueError(
+                f"decay classes {unknown} have no entry in decay.ttl_days; "
+                f"add them (null = never expires) or map the categories to {sorted(self.ttl_days)}"
+            )
+        bad = sorted(k for k, v in self.ttl_days.items() if v is not None and v <= 0)
+        if bad:
+            raise ValueError(f"decay.ttl_days for {bad} must be positive days, or null")
+        return self
+
+
+class LessonsSettings(BaseModel):
+    """Lessons from session logs (``memoryd run lessons``), owned by
+    :mod:`memoryd.pipelines.lessons`: failure -> retry -> success sequences in the
+    agents' OpenClaw session transcripts (``<sessionId>.jsonl``)."""
+
+    # where an agent's transcripts are; {openclaw_dir}, {home} and {agent} are filled in
+    sessions_dir: str = "{openclaw_dir}/agents/{agent}/sessions"
+    sessions: dict[str, Path] = Field(default_factory=dict)  # agent id -> sessions dir
+    retry_window: int = Field(default=6, ge=1, le=50)  # tool calls a failure waits for its retry
+    overlap_threshold: float = Field(default=0.7, ge=0.0, le=1.0)  # word overlap = duplicate
+    llm_check_candidates: int = Field(default=3, ge=0, le=10)  # lessons shown to the LLM check
+    max_bytes_per_run: int = Field(default=20_000_000, ge=1024)  # per transcript and run
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMORYD_",
@@ -290,6 +376,8 @@ class Settings(BaseSettings):
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     diary: DiarySettings = Field(default_factory=DiarySettings)
+    decay: DecaySettings = Field(default_factory=DecaySettings)
+    lessons: LessonsSettings = Field(default_factory=LessonsSettings)
 
     @field_validator("home", mode="after")
     @classmethod

@@ -1,0 +1,274 @@
+"""TTL decay (seed 003's organizer): expired memories become lessons, then are archived.
+
+Every memory category belongs to a TTL class (``settings.decay.classes``;
+defaults: preferences and personal facts -> ``personal``, environment ->
+``system``, decisions and experience -> ``knowledge``, all three never expire;
+tasks -> ``tasks``, 7 days; project and agent state -> ``agents``, 30 days;
+anything else -> ``default_class``, never). A memory expires when it has not
+been written for its class's TTL (``max(created_at, updated_at)`` against the
+run's clock).
+
+Expired memories are grouped by user, agent and category (at most
+``max_group`` per group, oldest first) and each group is summarised into
+lessons: by the configured LLM, or extractively offline
+(:mod:`memoryd.pipelines.decay_summary`). The lessons are stored as shared
+``experience`` memories (every agent of the user finds them) and appended to
+the agent's ``memory/lessons.md``; the group's memories are archived (state
+``archived``, history event ``ARCHIVE``, actor ``decay:<run>``, a reason):
+out of default search, still found with ``--include-archived``, never deleted.
+
+Only memories written through the API or extracted as facts decay: workspace
+chunks mirror files, and short-term memories (``run_id`` set) are the dream's
+to consolidate unless ``decay.include_short_term`` is set.
+
+Safe to kill at any instant: a group's lessons and its archiving commit in one
+store transaction together with the journal entry for ``lessons.md``
+(:mod:`memoryd.pipelines.lessons_md`), and lesson ids are derived from the ids
+of the memories they summarise, so a re-run redoes exactly the groups that did
+not commit and never writes a lesson twice. ``memory/INDEX.md`` is regenerated
+at the end (:mod:`memoryd.pipelines.index_md`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from memoryd.core import Memory
+from memoryd.errors import UpstreamError
+from memoryd.models import Event, Filters, MemoryRecord, Origin, State
+from memoryd.pipelines.decay_summary import llm_lessons, offline_lesson, touched_at
+from memoryd.pipelines.index_md import write_index
+from memoryd.pipelines.lessons_md import PendingBlock, flush, journal, lessons_path
+from memoryd.pipelines.lessons_text import clip
+from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
+from memoryd.settings import DecaySettings
+from memoryd.workspace.layout import local_today
+
+NAME = "decay"
+LESSON_CATEGORY = "experience"
+#: Lesson ids are uuid5 names in this namespace, so a re-run derives the same ids.
+NAMESPACE = uuid.UUID("6f1d3a52-1c55-4f43-9a53-0c4bb1f0d3e7")
+
+
+def ttl_class(category: str | None, settings: DecaySettings) -> str:
+    """The TTL class of a category (case-insensitive); ``default_class`` when unmapped."""
+    if category is None:
+        return settings.default_class
+    return settings.classes.get(
+        category, settings.classes.get(category.lower(), settings.default_class)
+    )
+
+
+def ttl_of(record: MemoryRecord, settings: DecaySettings) -> tuple[str, float | None]:
+    cls = ttl_class(record.category, settings)
+    return cls, settings.ttl_days[cls]
+
+
+def is_expired(record: MemoryRecord, now: datetime, settings: DecaySettings) -> bool:
+    _, days = ttl_of(record, settings)
+    return days is not None and now - touched_at(record) >= timedelta(days=days)
+
+
+@dataclass
+class Group:
+    """Expired memories of one user, agent and category, summarised together."""
+
+    user_id: str
+    agent_id: str | None
+    category: str | None
+    ttl_class: str
+    ttl_days: float
+    members: list[MemoryRecord] = field(default_factory=list)
+
+    def lesson_id(self, n: int) -> str:
+        key = "\n".join(sorted(m.id for m in self.members))
+        return str(uuid.uuid5(NAMESPACE, f"decay\n{key}\n{n}"))
+
+    @property
+    def label(self) -> str:
+        who = f" of agent {self.agent_id}" if self.agent_id else ""
+        return f"{len(self.members)} {self.category or 'uncategorised'} memories{who}"
+
+
+def find_expired(memory: Memory, now: datetime, agent_id: str | None = None) -> list[MemoryRecord]:
+    """Active, written (not chunk) memories whose TTL has run out at ``now``."""
+    s = memory.settings.decay
+    filters = Filters(
+        agent_id=agent_id,
+        states=[State.ACTIVE],
+        origins=[Origin.API, Origin.FACT],
+        long_term_only=not s.include_short_term,
+    )
+    return [r for r in memory.store.iter_all(filters) if is_expired(r, now, s)]
+
+
+def group_expired(records: list[MemoryRecord], settings: DecaySettings) -> list[Group]:
+    """Groups in a stable order, each at most ``max_group`` memories, oldest first.
+
+    The split is a function of the set of records alone, so after a killed run the
+    groups that did not commit come out exactly as before.
+    """
+    by_key: dict[tuple[str, str, str], list[MemoryRecord]] = {}
+    for r in records:
+        by_key.setdefault((r.user_id, r.agent_id or "", r.category or ""), []).append(r)
+    groups: list[Group] = []
+    for (user, agent, category), members in sorted(by_key.items()):
+        members.sort(key=lambda m: (touched_at(m), m.id))
+        cls, days = ttl_of(members[0], settings)
+        assert days is not None  # only expired (so expiring) records get here
+        for start in range(0, len(members), settings.max_group):
+            groups.append(
+                Group(
+                    user,
+                    agent or None,
+                    category or None,
+                    cls,
+                    days,
+                    members[start : start + settings.max_group],
+                )
+            )
+    return groups
+
+
+def summarise(ctx: PipelineContext, group: Group, result: RunResult) -> tuple[list[str], str]:
+    """The group's lessons and how they were made (``llm``, ``offline``, ``offline-fallback``).
+
+    A dry run previews the offline lesson: it does not spend LLM calls on a preview.
+    """
+    n = ctx.settings.decay.lessons_per_group
+    max_chars = ctx.settings.limits.max_text_chars
+    llm = ctx.memory.llm
+    if llm is not None and not ctx.dry_run:
+        try:
+            lessons = llm_lessons(
+                llm,
+                group.members,
+                category=group.category,
+                agent_id=group.agent_id,
+                n=n,
+                max_chars=max_chars,
+            )
+            return lessons, "llm"
+        except UpstreamError as exc:
+            # the memories still expire; the lesson is the extractive one, and the run says so
+            result.count("llm_fallbacks")
+            result.note(f"{group.label}: the LLM failed ({exc.message}); used the offline summary")
+            how = "offline-fallback"
+    else:
+        how = "offline"
+    lesson = offline_lesson(
+        group.members, category=group.category, agent_id=group.agent_id, n=n, max_chars=max_chars
+    )
+    return [lesson], how
+
+
+def _block(lesson_id: str, text: str, group: Group, day: str) -> str:
+    where = f" · agent {group.agent_id}" if group.agent_id else ""
+    return (
+        f"## {day} · decay · {group.category or 'uncategorised'}{where}\n"
+        f"<!-- lesson:{lesson_id} -->\n"
+        f"{text}\n\n"
+        f"_From {len(group.members)} memories archived by TTL decay "
+        f"(class {group.ttl_class}, {group.ttl_days:g} days)._\n"
+    )
+
+
+def _lesson_agent(ctx: PipelineContext, agent_id: str | None) -> str:
+    """Whose workspace gets the lesson: its agent's, or ``decay.default_agent``'s."""
+    return agent_id or ctx.settings.decay.default_agent
+
+
+def apply_group(ctx: PipelineContext, group: Group, result: RunResult) -> None:
+    """Store the group's lessons and archive its memories, all in one transaction."""
+    memory = ctx.memory
+    lessons, how = summarise(ctx, group, result)
+    if lessons:
+        memory.embed_texts(lessons)  # outside the transaction: the add inside hits the cache
+    ws = ctx.workspace(_lesson_agent(ctx, group.agent_id))
+    path = str(lessons_path(ws))
+    day = local_today(ctx.settings.workspace, ctx.clock).isoformat()
+    first, last = touched_at(group.members[0]), touched_at(group.members[-1])
+    ids = [group.lesson_id(n) for n in range(len(lessons))]
+    blocks: list[PendingBlock] = []
+    with memory.store.atomic():
+        for lesson_id, text in zip(ids, lessons, strict=True):
+            events = memory.add(
+                text,
+                user_id=group.user_id,
+                agent_id=group.agent_id,
+                category=LESSON_CATEGORY,
+                origin=Origin.FACT,
+                memory_id=lesson_id,
+                actor=ctx.actor,
+                metadata={
+                    "lesson_source": NAME,
+                    "summariser": how,
+                    "ttl_class": group.ttl_class,
+                    "source_category": group.category,
+                    "sources": [m.id for m in group.members],
+                    "period": [first.date().isoformat(), last.date().isoformat()],
+                },
+            )
+            if events and events[0].event == Event.ADD:
+                blocks.append(PendingBlock(lesson_id, path, _block(lesson_id, text, group, day)))
+                result.count("lessons")
+            else:
+                result.count("lessons_known")  # the same text is already a lesson here
+        kept = f"summarised into lesson {', '.join(ids)}" if ids else "nothing worth a lesson"
+        for m in group.members:
+            memory.archive(
+                m.id,
+                actor=ctx.actor,
+                reason=f"TTL decay: {m.category or 'uncategorised'} is class {group.ttl_class} "
+                f"({group.ttl_days:g} days), last written {touched_at(m).date().isoformat()}; "
+                f"{kept}",
+            )
+        journal(memory.store, NAME, blocks)
+    result.count("archived", len(group.members))
+
+
+@pipeline(
+    NAME,
+    schedule="30 3 * * *",
+    description="TTL decay: expired memories become lessons and are archived; INDEX.md",
+)
+def decay(ctx: PipelineContext) -> RunResult:
+    """TTL decay: expired memories become lessons and are archived; INDEX.md regenerated."""
+    result = RunResult()
+    store = ctx.memory.store
+    if not ctx.dry_run:
+        recovered = flush(store, NAME)  # lessons.md blocks a killed run committed but did not write
+        if recovered:
+            result.count("lessons_md_recovered", recovered)
+    now = ctx.now()
+    groups = group_expired(find_expired(ctx.memory, now, ctx.agent), ctx.settings.decay)
+    result.count("expired", sum(len(g.members) for g in groups))
+    result.count("groups", len(groups))
+    touched: set[str] = set()
+    for group in groups:
+        touched.add(_lesson_agent(ctx, group.agent_id))
+        if ctx.dry_run:
+            lessons, _ = summarise(ctx, group, result)
+            result.count("would_archive", len(group.members))
+            result.count("would_write_lessons", len(lessons))
+            preview = clip(lessons[0], 240) if lessons else "(no lesson)"
+            result.note(
+                f"would archive {group.label} (class {group.ttl_class}, "
+                f"{group.ttl_days:g} days) into: {preview}"
+            )
+            continue
+        apply_group(ctx, group, result)
+    if not ctx.dry_run:
+        flush(store, NAME)
+    agents = sorted(touched | set(ctx.agents()))
+    for agent in agents:
+        try:
+            index = write_index(ctx.memory, ctx.workspace(agent), dry_run=ctx.dry_run)
+        except OSError as exc:
+            result.error(f"agent {agent}: memory/INDEX.md not written: {exc}")
+            continue
+        if index.changed:
+            result.count("would_update_index" if ctx.dry_run else "index_updated")
+    return result
