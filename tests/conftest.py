@@ -100,6 +100,7 @@ def settings(tmp_path: Path, store_url: str) -> Settings:
     s.store.url = store_url
     s.workspace.openclaw_dir = tmp_path / "openclaw"  # never the real ~/.openclaw
     s.workspace.watch = False  # tests that want the workspace watcher turn it on
+    s.pipelines.scheduler = False  # tests that want the pipeline scheduler turn it on
     return s
 
 

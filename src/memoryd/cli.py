@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from memoryd.cli_memory import register as register_memory
+from memoryd.cli_pipelines import register as register_pipelines
 from memoryd.cli_store import register as register_store_commands
 from memoryd.cli_workspace import print_workspace_status
 from memoryd.cli_workspace import register as register_workspace
@@ -127,6 +128,7 @@ register_memory(app)  # add/search/list/get/update/delete/restore/history, local
 register_mcp(app)
 register_setup(app)
 register_store_commands(app)
+register_pipelines(app)  # run, pipelines, dream rollback
 
 
 register_workspace(app)

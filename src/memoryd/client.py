@@ -48,7 +48,6 @@ class MemoryBackend(Protocol):
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
-        include_archived: bool = False,
     ) -> builtins.list[dict[str, Any]]: ...
 
     def search_combined(
@@ -176,7 +175,6 @@ class MemoryClient:
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
-        include_archived: bool = False,
     ) -> builtins.list[dict[str, Any]]:
         payload = self._drop_none(
             {
@@ -188,7 +186,6 @@ class MemoryClient:
                 "min_score": min_score,
                 "time_decay": time_decay,
                 "mode": mode,
-                "include_archived": include_archived,
             }
         )
         results: builtins.list[dict[str, Any]] = self._call("POST", "/memory/search", json=payload)[
@@ -332,7 +329,6 @@ class LocalBackend:
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
-        include_archived: bool = False,
     ) -> builtins.list[dict[str, Any]]:
         from memoryd.api.shapes import hit_out
 
@@ -345,7 +341,6 @@ class LocalBackend:
             min_score=min_score,
             time_decay=time_decay,
             mode=mode,
-            include_archived=include_archived,
         )
         return [hit_out(h) for h in hits]
 

@@ -12,6 +12,7 @@ import builtins
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,6 +36,7 @@ from memoryd.models import (
     content_hash,
     utcnow,
 )
+from memoryd.recall import RecallLog
 from memoryd.search import hybrid_candidates
 from memoryd.search.decay import blend, record_weight
 from memoryd.search.pool import merge, pool_filters
@@ -44,6 +46,8 @@ from memoryd.store import Store, open_store
 from memoryd.validate import check_id, check_metadata, check_text, check_top_k
 
 Clock = Callable[[], datetime]
+#: kv prefix of idempotency keys recorded by ``Memory.add`` (value: actor and events)
+IDEMPOTENCY_PREFIX = "add:idem:"
 
 
 class Memory:
@@ -73,6 +77,8 @@ class Memory:
         # reconciling one scope is read-decide-write: two adds to the same scope take
         # turns (striped locks: bounded, and different scopes rarely share a stripe)
         self._scope_locks = [threading.Lock() for _ in range(64)]
+        # which memories searches return, for promotion into MEMORY.md (memoryd.recall)
+        self.recalls = RecallLog(self.store, enabled=self.settings.promote.record_recalls)
         self._check_model(allow_model_change)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -91,6 +97,7 @@ class Memory:
             )
 
     def close(self) -> None:
+        self.recalls.flush()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -163,6 +170,8 @@ class Memory:
         actor: str | None = None,
         infer: bool = False,
         prompt: str | None = None,
+        idempotency_key: str | None = None,
+        dry_run: bool = False,
     ) -> builtins.list[MemoryEvent]:
         """Remember ``text`` (or each message's content).
 
@@ -175,6 +184,12 @@ class Memory:
         scope is the same run for short-term (``run_id`` set) and every long-term
         memory of the user/agent otherwise (seed 001). Either every decision is
         written or, on any failure, none.
+
+        ``idempotency_key``: an add with a key that was already written returns the
+        first add's events and writes nothing; the key is recorded in the same
+        transaction as the writes, so a caller killed at any point can simply repeat
+        the call (the pipelines do). ``dry_run=True`` extracts and reconciles but
+        writes nothing: the events say what would happen.
         """
         limits = self.settings.limits
         check_id(user_id, "user_id", limits, required=True)
@@ -195,6 +210,10 @@ class Memory:
             else limits
         )
         texts, roles = _input_texts(text, messages, input_limits)
+        if idempotency_key is not None:
+            replayed = self._replayed(idempotency_key)
+            if replayed is not None:
+                return replayed
         if infer:
             if memory_id is not None:
                 raise InvalidInputError(
@@ -213,6 +232,8 @@ class Memory:
                 event_at=event_at,
                 actor=actor,
                 prompt=prompt,
+                idempotency_key=idempotency_key,
+                dry_run=dry_run,
             )
         now = self.clock()
         scope = Filters(user_id=user_id, agent_id=agent_id, run_id=run_id)
@@ -246,7 +267,13 @@ class Memory:
                 continue
             records.append(record)
             events.append(MemoryEvent(id=record.id, memory=body, event=Event.ADD))
-        self.write_records(records, actor=actor)
+        if dry_run:
+            return events
+        with self.store.atomic():
+            if idempotency_key is not None and (again := self._replayed(idempotency_key)):
+                return again
+            self.write_records(records, actor=actor)
+            self._remember(idempotency_key, actor, events)
         return events
 
     def _add_inferred(
@@ -263,6 +290,8 @@ class Memory:
         event_at: datetime | None,
         actor: str | None,
         prompt: str | None,
+        idempotency_key: str | None = None,
+        dry_run: bool = False,
     ) -> builtins.list[MemoryEvent]:
         now = self.clock()
         body = "\n".join(
@@ -294,20 +323,27 @@ class Memory:
                 ]
                 pending.append(NewFact(n, fact, vector, similar))
             decisions = self.reconciler.decide(pending) if pending else []
-            written = self._apply_decisions(
-                decisions,
-                user_id=user_id,
-                agent_id=agent_id,
-                run_id=run_id,
-                metadata=metadata,
-                category=category,
-                source=source,
-                event_at=event_at,
-                actor=actor or "memoryd",
-                now=now,
-            )
-        out = [e for e in events if e is not None]
-        return out + written
+            if dry_run:
+                return [e for e in events if e is not None] + _preview(decisions)
+            outer = self.store.atomic() if idempotency_key is not None else nullcontext()
+            with outer:
+                if idempotency_key is not None and (again := self._replayed(idempotency_key)):
+                    return again
+                written = self._apply_decisions(
+                    decisions,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    run_id=run_id,
+                    metadata=metadata,
+                    category=category,
+                    source=source,
+                    event_at=event_at,
+                    actor=actor or "memoryd",
+                    now=now,
+                )
+                out = [e for e in events if e is not None] + written
+                self._remember(idempotency_key, actor, out)
+        return out
 
     def _apply_decisions(
         self,
@@ -391,6 +427,28 @@ class Memory:
             if new_records:
                 self.store.add(new_records, actor=actor, reason="extracted")
         return events
+
+    def _replayed(self, key: str) -> builtins.list[MemoryEvent] | None:
+        """The events of the add that recorded idempotency ``key``, if one did."""
+        if not isinstance(key, str) or not key or len(key) > 512:
+            raise InvalidInputError(
+                "idempotency_key must be a non-empty string of at most 512 characters",
+                "derive it from what makes the add unique, e.g. a hash of the input",
+            )
+        done = self.store.kv_get(IDEMPOTENCY_PREFIX + key)
+        if not isinstance(done, dict):
+            return None
+        return [MemoryEvent.model_validate(e) for e in done.get("events", [])]
+
+    def _remember(
+        self, key: str | None, actor: str | None, events: builtins.list[MemoryEvent]
+    ) -> None:
+        """Record ``key`` (inside the add's transaction) with the actor, for rollbacks."""
+        if key is not None:
+            self.store.kv_set(
+                IDEMPOTENCY_PREFIX + key,
+                {"actor": actor, "events": [e.model_dump(mode="json") for e in events]},
+            )
 
     def write_records(
         self,
@@ -604,7 +662,9 @@ class Memory:
                 )
             )
         hits.sort(key=lambda h: -h.score)
-        return _distinct(hits)[:top_k]
+        found = _distinct(hits)[:top_k]
+        self.recalls.record(query, found, now)
+        return found
 
     def search_combined(
         self,
@@ -745,6 +805,25 @@ def _input_texts(
     if not texts:
         raise InvalidInputError("every message is empty", "send at least one message with content")
     return texts, roles
+
+
+def _preview(decisions: Sequence[Decision]) -> builtins.list[MemoryEvent]:
+    """The events ``decisions`` would produce, for a dry run (nothing is written)."""
+    out: builtins.list[MemoryEvent] = []
+    for d in decisions:
+        target = d.target
+        if d.event == Event.ADD:
+            out.append(MemoryEvent(id=None, memory=d.text, event=Event.ADD))
+        elif d.event in (Event.UPDATE, Event.DELETE) and target is not None:
+            text = d.text if d.event == Event.UPDATE else target.text
+            out.append(
+                MemoryEvent(id=target.id, memory=text, event=d.event, previous_memory=target.text)
+            )
+        else:
+            out.append(
+                MemoryEvent(id=target.id if target else None, memory=d.text, event=Event.NONE)
+            )
+    return out
 
 
 def _check_min_score(value: Any) -> float:

@@ -356,6 +356,73 @@ class LessonsSettings(BaseModel):
     max_bytes_per_run: int = Field(default=20_000_000, ge=1024)  # per transcript and run
 
 
+class PipelineSettings(BaseModel):
+    """The scheduler inside ``memoryd serve`` and the run registry, owned by
+    :mod:`memoryd.pipelines` (see ``memoryd pipelines``).
+
+    Each pipeline runs on its registered crontab (digest ``*/15 * * * *``, sync
+    ``0 1 * * *``, dream ``0 2 * * *``, promote ``0 3 * * *``) in ``timezone``;
+    ``schedules`` overrides one (``{"dream": "30 4 * * *"}``), ``disabled`` keeps
+    one out of ``serve`` (``memoryd run`` still runs it).
+    """
+
+    scheduler: bool = True  # run pipelines inside `memoryd serve`
+    timezone: str = "UTC"
+    schedules: dict[str, str] = Field(default_factory=dict)  # pipeline -> 5-field crontab
+    disabled: list[str] = Field(default_factory=list)
+    catch_up: bool = True  # a run missed while no server was up runs once at start
+    lock_ttl_s: float = Field(default=3600.0, gt=0)  # a crashed holder's lock lapses after this
+    keep_runs: int = Field(default=500, ge=10)  # run records kept in kv "pipelines:runs"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, v: str) -> str:
+        return WorkspaceSettings._known_timezone(v)
+
+
+class DigestSettings(BaseModel):
+    """The 15-minute digest (``memoryd run digest``): new diary bytes -> short-term."""
+
+    min_bytes: int = Field(default=500, ge=0)  # less new text waits (seed 000: 500 bytes)
+    max_batch_bytes: int = Field(default=50_000, ge=1_000)  # section-aligned batches (seed 001)
+    settle_minutes: float = Field(default=2.0, ge=0)  # the last section waits this long
+    task_pass: bool = True  # second extraction with the task prompt -> category=task
+
+
+class DreamSettings(BaseModel):
+    """The nightly dream (``memoryd run dream``): diary -> long-term, old short-term
+    consolidated into long-term."""
+
+    short_term_days: int = Field(default=7, ge=1)  # older short-term memories are consolidated
+    max_catch_up_days: int = Field(default=7, ge=1)  # diary days step 1 catches up at most
+    loss_guard: float = Field(default=0.25, ge=0, le=1)  # abort if long-term shrinks by more
+    loss_guard_min: int = Field(default=20, ge=0)  # smaller long-term memories are not guarded
+    report: bool = True  # append a report to the agent's DREAMS.md
+
+
+class PromoteSettings(BaseModel):
+    """Promotion of often-recalled memories into MEMORY.md (OpenClaw's deep dreaming)."""
+
+    record_recalls: bool = True  # searches record which memories they returned
+    min_score: float = Field(default=0.8, ge=0, le=1)
+    min_recall_count: int = Field(default=3, ge=1)
+    min_unique_queries: int = Field(default=3, ge=1)
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "relevance": 0.30,
+            "frequency": 0.24,
+            "diversity": 0.15,
+            "recency": 0.15,
+            "consolidation": 0.10,
+            "richness": 0.06,
+        }
+    )
+    recency_half_life_days: float = Field(default=14.0, gt=0)
+    max_age_days: int = Field(default=30, ge=1)  # recalls older than this no longer count
+    limit: int = Field(default=10, ge=0)  # promotions per agent and run
+    max_lines: int = Field(default=200, ge=20)  # MEMORY.md stays this short
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEMORYD_",
@@ -378,6 +445,10 @@ class Settings(BaseSettings):
     diary: DiarySettings = Field(default_factory=DiarySettings)
     decay: DecaySettings = Field(default_factory=DecaySettings)
     lessons: LessonsSettings = Field(default_factory=LessonsSettings)
+    pipelines: PipelineSettings = Field(default_factory=PipelineSettings)
+    digest: DigestSettings = Field(default_factory=DigestSettings)
+    dream: DreamSettings = Field(default_factory=DreamSettings)
+    promote: PromoteSettings = Field(default_factory=PromoteSettings)
 
     @field_validator("home", mode="after")
     @classmethod

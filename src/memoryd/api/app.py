@@ -18,10 +18,12 @@ import memoryd
 from memoryd.api.routes_diary import router as diary_router
 from memoryd.api.routes_workspace import router as workspace_router
 from memoryd.api.routes_memory import router as memory_router
+from memoryd.api.routes_pipelines import router as pipelines_router
 from memoryd.api.ui import router as ui_router
 from memoryd.audit import AuditLog, AuditMiddleware
 from memoryd.core import Memory
 from memoryd.errors import MemorydError, PermissionDeniedError
+from memoryd.pipelines.scheduler import scheduling
 from memoryd.settings import Settings
 from memoryd.workspace.watcher import watching as watch_workspaces
 
@@ -31,8 +33,10 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     mem = memory or Memory(settings)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with watch_workspaces(mem):  # re-indexes edited workspace files (workspace.watch)
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # the watcher re-indexes edited workspace files (workspace.watch); the scheduler
+        # runs the pipelines on their crontabs (pipelines.scheduler)
+        async with watch_workspaces(mem), scheduling(app, mem):
             yield
         audit_log.close()
         if memory is None:
@@ -82,6 +86,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
 
     app.include_router(memory_router)  # /memory/* (the seed's routes) and mem0's /memories
     app.include_router(diary_router)
+    app.include_router(pipelines_router)  # GET /v1/pipelines
     app.include_router(workspace_router)
     from memoryd.mcp.server import mount as mount_mcp  # lazy: the MCP SDK imports api.auth
 

@@ -1,0 +1,45 @@
+"""``GET /v1/pipelines``: the pipelines, their schedules and their recorded runs.
+
+The same view as ``memoryd pipelines``: each registered pipeline with its
+crontab, whether ``serve`` schedules it, its next scheduled run (when this
+server runs the scheduler) and its last run; then recent runs, newest first.
+Run notes can quote memory text, so only admin keys see notes and errors of
+runs; other keys see the runs of the agents they may access, without them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from memoryd.api.auth import Principal, principal
+from memoryd.core import Memory
+from memoryd.pipelines.status import pipelines_status
+
+router = APIRouter(tags=["pipelines"])
+
+
+@router.get("/v1/pipelines")
+async def get_pipelines(
+    request: Request,
+    p: Principal = Depends(principal),
+    name: str | None = Query(default=None, description="only runs of this pipeline"),
+    limit: int = Query(default=50, ge=1, le=500, description="recent runs to return"),
+) -> dict[str, Any]:
+    mem: Memory = request.app.state.memory
+    scheduler = getattr(request.app.state, "pipeline_scheduler", None)
+    status = await run_in_threadpool(pipelines_status, mem, scheduler, name=name, limit=limit)
+    if not p.admin:
+        user = mem.settings.workspace.user_id
+        runs = []
+        for run in status["runs"]:
+            if run.get("agent") is not None and not p.can_access(user, run["agent"]):
+                continue
+            runs.append({**run, "notes": [], "errors": [], "error": None})
+        status["runs"] = runs
+        for spec in status["pipelines"]:
+            if spec.get("last_run"):
+                spec["last_run"] = {**spec["last_run"], "notes": [], "errors": [], "error": None}
+    return status

@@ -1,0 +1,163 @@
+"""``memoryd run``, ``memoryd pipelines`` and ``memoryd dream rollback``.
+
+Thin: each command opens the configured ``Memory`` and calls
+:mod:`memoryd.pipelines` (the same functions ``serve``'s scheduler and
+``GET /v1/pipelines`` call), then prints a table, or JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memoryd.core import Memory
+from memoryd.errors import MemorydError
+from memoryd.settings import Settings
+
+console = Console()
+err = Console(stderr=True)
+dream_app = typer.Typer(help="The nightly dream: undo a run.", no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run``, ``pipelines`` and ``dream rollback`` to ``app``."""
+    app.command("run")(run_command)
+    app.command("pipelines")(pipelines_command)
+    app.add_typer(dream_app, name="dream")
+
+
+@contextmanager
+def _memory() -> Iterator[Memory]:
+    try:
+        mem = Memory(Settings())
+    except MemorydError as exc:
+        raise _fail(exc) from None
+    try:
+        yield mem
+    except MemorydError as exc:
+        raise _fail(exc) from None
+    finally:
+        mem.close()
+
+
+def _fail(exc: MemorydError) -> typer.Exit:
+    err.print(f"[red]error:[/red] {exc.message}")
+    if exc.hint:
+        err.print(f"[yellow]hint:[/yellow] {exc.hint}")
+    return typer.Exit(code=2)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def run_command(
+    name: Annotated[str, typer.Argument(help="pipeline: digest, sync, dream, promote, ...")],
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="only this agent (default: every agent)")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="show what would happen; write nothing")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run one pipeline now (it takes the same lock as the scheduler and is recorded)."""
+    from memoryd.pipelines.runs import run_pipeline
+
+    with _memory() as mem:
+        record = run_pipeline(mem, name, agent=agent, dry_run=dry_run)
+    if as_json:
+        _print_json(record.to_dict())
+    else:
+        style = {"ok": "green", "skipped": "yellow"}.get(record.status, "red")
+        label = " (dry run)" if record.dry_run else ""
+        console.print(f"[bold]{record.name}[/bold]{label} [{style}]{record.status}[/{style}]")
+        console.print(f"run id: {record.run_id}")
+        for key, value in record.counts.items():
+            console.print(f"  {key}: {value}")
+        for note in record.notes:
+            console.print(f"  {note}", markup=False, highlight=False)
+        if record.error:
+            err.print(f"[red]error:[/red] {record.error}", markup=True, highlight=False)
+    if record.status not in ("ok", "skipped"):
+        raise typer.Exit(code=1)
+
+
+def pipelines_command(
+    name: Annotated[str | None, typer.Option("--name", help="only runs of this pipeline")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="recent runs to show")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """The pipelines, their schedules, next and last runs, and recent runs."""
+    from memoryd.pipelines.status import pipelines_status
+
+    with _memory() as mem:
+        status = pipelines_status(mem, name=name, limit=limit)
+    if as_json:
+        _print_json(status)
+        return
+    table = Table(title="pipelines")
+    for col in ("name", "schedule", "enabled", "next run", "last run", "status", "description"):
+        table.add_column(col)
+    for p in status["pipelines"]:
+        last = p["last_run"] or {}
+        table.add_row(
+            p["name"],
+            f"{p['schedule']} ({p['timezone']})",
+            "yes" if p["enabled"] else "no",
+            _short(p["next_run"]),
+            _short(last.get("started_at")),
+            last.get("status", "never"),
+            p["description"],
+        )
+    console.print(table)
+    runs = Table(title="recent runs")
+    for col in ("run id", "agent", "started", "finished", "status", "counts", "error"):
+        runs.add_column(col)
+    for r in status["runs"]:
+        counts = ", ".join(f"{k} {v}" for k, v in r["counts"].items() if v)
+        runs.add_row(
+            r["run_id"] + (" (dry)" if r.get("dry_run") else ""),
+            r.get("agent") or "all",
+            _short(r.get("started_at")),
+            _short(r.get("finished_at")),
+            r["status"],
+            counts,
+            (r.get("error") or "")[:80],
+        )
+    console.print(runs)
+
+
+def _short(stamp: str | None) -> str:
+    return stamp[:19].replace("T", " ") if stamp else "—"
+
+
+@dream_app.command("rollback")
+def rollback_command(
+    run_id: Annotated[str, typer.Argument(help="the dream run to undo (see memoryd pipelines)")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Undo a dream run: delete what it added, revert what it updated, restore what it
+    deleted (short-term memories included)."""
+    from memoryd.pipelines.dream import rollback
+
+    with _memory() as mem:
+        undone = rollback(mem, run_id)
+    if as_json:
+        _print_json({"run_id": run_id, **undone.counts(), "skipped": undone.skipped})
+        return
+    console.print(
+        f"rolled back {run_id}: {undone.deleted} added memories deleted, "
+        f"{undone.reverted} updates reverted, {undone.restored} deletions restored"
+    )
+    for line in undone.skipped:
+        console.print(f"  left alone: {line}", markup=False)

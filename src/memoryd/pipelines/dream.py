@@ -1,0 +1,279 @@
+"""Dream (daily, 02:00): the day's diary and last week's short-term memory -> long-term.
+
+Seed 000/001's AutoDream, per agent:
+
+1. **Yesterday's complete diary -> long-term.** Each day since the last dream
+   (yesterday on a normal night; up to ``dream.max_catch_up_days`` after a
+   pause) goes through ``Memory.add(infer=True)`` without ``run_id``, in
+   section-aligned batches, so facts are reconciled against all long-term memory.
+2. **Short-term older than ``dream.short_term_days`` (7) -> long-term.** Each
+   such memory is re-added without ``run_id`` (``infer=True``: ADD, UPDATE,
+   DELETE or NONE against all long-term memory, the one global dedup of seed
+   001) and then deleted from short-term with the decision as the reason (kept
+   in history, restorable).
+
+The run ends with a report appended to the agent's ``DREAMS.md`` and to the
+audit log: counts per decision and the compression ratio (short-term memories
+consumed -> new long-term memories; the seed saw 1,800 -> 78).
+
+Safety:
+
+* **Loss guard.** Long-term memory (the agent's active long-term facts) may not
+  shrink by more than ``dream.loss_guard`` (25%) in one run. The guard is checked
+  after every write; when it trips, everything this run wrote for the agent is
+  undone (:mod:`memoryd.pipelines.rollback`) and the run reports the abort, so
+  the net effect is that nothing was written. Long-term memories smaller than
+  ``dream.loss_guard_min`` are not guarded (one delete out of four is 25%).
+* **Dry run.** ``--dry-run`` extracts and reconciles (``Memory.add(dry_run=True)``)
+  and reports the decisions, writing nothing. Each decision is made against
+  today's long-term memory, so decisions that depend on one another (two
+  similar short-term memories) can differ from a real run.
+* **Kill safety.** Every add carries an idempotency key that depends on the
+  input only (the diary batch, the short-term memory id), so a killed run,
+  re-run, neither repeats nor loses a write; a short-term memory is deleted
+  only after its add committed.
+* **Rollback.** ``memoryd dream rollback RUN_ID`` undoes a run from history.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from memoryd.core import Memory
+from memoryd.errors import InvalidInputError, NotFoundError
+from memoryd.models import Filters, MemoryRecord, Origin, Source
+from memoryd.pipelines.dreams_md import (
+    AgentDream,
+    audit_dream,
+    render_report,
+    write_report,
+    write_rollback_note,
+)
+from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
+from memoryd.pipelines.rollback import Undone, run_changes, undo_changes
+from memoryd.pipelines.sections import batches, line_range, read_from, split_sections
+from memoryd.workspace import Workspace, local_today
+
+
+class LossGuardTripped(Exception):
+    """Raised inside a dream when long-term memory would shrink too much."""
+
+
+def long_term_count(memory: Memory, user_id: str, agent_id: str) -> int:
+    """The agent's active long-term facts (what the loss guard protects)."""
+    return memory.count(
+        Filters(
+            user_id=user_id,
+            agent_id=agent_id,
+            long_term_only=True,
+            origins=[Origin.API, Origin.FACT],
+        )
+    )
+
+
+def step1_key(agent: str) -> str:
+    return f"dream:step1:{agent}"
+
+
+def journal_key(run_id: str) -> str:
+    return f"dream:run:{run_id}"
+
+
+@pipeline("dream", schedule="0 2 * * *", description="diary and week-old short-term -> long-term")
+def dream(ctx: PipelineContext) -> RunResult:
+    """Yesterday's diary and short-term memory older than a week -> long-term."""
+    result = RunResult()
+    for agent in ctx.agents():
+        ws = ctx.workspace(agent)
+        d = dream_agent(ctx, ws)
+        for k, v in d.counts().items():
+            result.count(k, v)
+        if d.aborted:
+            result.error(f"{agent}: {d.aborted}")
+        if d.dry_run:
+            result.notes.extend(render_report(d).splitlines())
+            continue
+        if d.days or d.consolidated or d.aborted:
+            if ctx.settings.dream.report:
+                write_report(d, ws)
+            audit_dream(ctx.settings, d)
+    return result
+
+
+def dream_agent(ctx: PipelineContext, ws: Workspace) -> AgentDream:
+    memory, store = ctx.memory, ctx.memory.store
+    agent = ws.agent_id
+    d = AgentDream(
+        agent=agent,
+        run_id=ctx.run_id,
+        started=ctx.now(),
+        dry_run=ctx.dry_run,
+        short_term_days=ctx.settings.dream.short_term_days,
+    )
+    d.long_term_before = long_term_count(memory, ctx.user_id, agent)
+    before_step1 = store.kv_get(step1_key(agent))
+    if not ctx.dry_run:
+        with store.atomic():
+            journal = dict(store.kv_get(journal_key(ctx.run_id)) or {})
+            journal.setdefault(agent, {"step1_before": before_step1})
+            store.kv_set(journal_key(ctx.run_id), journal)
+    try:
+        _step1(ctx, ws, d, before_step1)
+        _step2(ctx, ws, d)
+    except LossGuardTripped as exc:
+        d.aborted = str(exc)
+        if not ctx.dry_run:
+            d.undone = undo_run(memory, ctx.run_id, agent=agent, user_id=ctx.user_id)
+    d.long_term_after = (
+        d.long_term_before + d.net if ctx.dry_run else long_term_count(memory, ctx.user_id, agent)
+    )
+    return d
+
+
+def _guard(ctx: PipelineContext, d: AgentDream) -> None:
+    s = ctx.settings.dream
+    before = d.long_term_before
+    if before < max(1, s.loss_guard_min):
+        return
+    after = before + d.net
+    if after < before * (1 - s.loss_guard):
+        raise LossGuardTripped(
+            f"loss guard: long-term memory would shrink from {before} to {after} "
+            f"(more than {s.loss_guard:.0%}); the run was undone. Look at the decisions "
+            f"with `memoryd run dream --agent {d.agent} --dry-run`, or raise dream.loss_guard"
+        )
+
+
+def _days_to_digest(last_done: object, yesterday: date, max_days: int) -> list[date]:
+    if isinstance(last_done, str):
+        try:
+            start = date.fromisoformat(last_done) + timedelta(days=1)
+        except ValueError:
+            start = yesterday
+    else:
+        start = yesterday
+    start = max(start, yesterday - timedelta(days=max_days - 1))
+    days = []
+    day = start
+    while day <= yesterday:
+        days.append(day)
+        day += timedelta(days=1)
+    return days
+
+
+def _step1(ctx: PipelineContext, ws: Workspace, d: AgentDream, last_done: object) -> None:
+    s = ctx.settings
+    yesterday = local_today(s.workspace, ctx.clock) - timedelta(days=1)
+    for day in _days_to_digest(last_done, yesterday, s.dream.max_catch_up_days):
+        path = ws.diary_path(day)
+        if not path.is_file():
+            continue
+        full = read_from(path, 0)
+        d.days.append(day.isoformat())
+        d.diary_bytes += len(full)
+        rel = ws.rel(path)
+        for batch in batches(split_sections(full), s.digest.max_batch_bytes):
+            text = batch.text
+            if not any(ln.strip() and not ln.startswith("#") for ln in text.splitlines()):
+                continue
+            first, last = line_range(full, batch)
+            events = ctx.memory.add(
+                text,
+                user_id=ctx.user_id,
+                agent_id=ws.agent_id,
+                infer=True,
+                metadata={"pipeline": "dream", "diary": day.isoformat()},
+                source=Source(path=rel, start_line=first, end_line=last),
+                actor=ctx.actor,
+                idempotency_key=f"dream:s1:{batch.key('dream', ws.agent_id, rel)}",
+                dry_run=ctx.dry_run,
+            )
+            d.tally(d.step1, events)
+            _guard(ctx, d)
+    if not ctx.dry_run:
+        ctx.memory.store.kv_set(step1_key(ws.agent_id), yesterday.isoformat())
+
+
+def _step2(ctx: PipelineContext, ws: Workspace, d: AgentDream) -> None:
+    s = ctx.settings
+    cutoff = ctx.now() - timedelta(days=s.dream.short_term_days)
+    old = list(
+        ctx.memory.store.iter_all(
+            Filters(
+                user_id=ctx.user_id,
+                agent_id=ws.agent_id,
+                short_term_only=True,
+                created_before=cutoff,
+                origins=[Origin.API, Origin.FACT],
+            )
+        )
+    )
+    old.sort(key=lambda r: (r.created_at, r.id))
+    for record in old:
+        events = ctx.memory.add(
+            record.text,
+            user_id=ctx.user_id,
+            agent_id=ws.agent_id,
+            infer=True,
+            category=_long_term_category(record),
+            metadata={"pipeline": "dream", "from_run": record.run_id},
+            source=record.source,
+            event_at=record.event_at,
+            actor=ctx.actor,
+            idempotency_key=f"dream:s2:{record.id}",
+            dry_run=ctx.dry_run,
+        )
+        d.tally(d.step2, events)
+        d.consolidated += 1
+        _guard(ctx, d)
+        if ctx.dry_run:
+            continue
+        decided = ", ".join(sorted({e.event.value for e in events})) or "no facts"
+        ctx.memory.delete(
+            record.id,
+            actor=ctx.actor,
+            reason=f"consolidated into long-term by {ctx.run_id} ({decided})",
+        )
+        d.removed += 1
+
+
+def _long_term_category(record: MemoryRecord) -> str | None:
+    """``short_term`` is a tier, not a topic: it does not follow a memory to long-term."""
+    return None if record.category in (None, "short_term") else record.category
+
+
+def undo_run(
+    memory: Memory, run_id: str, *, agent: str | None = None, user_id: str | None = None
+) -> Undone:
+    """Undo what dream run ``run_id`` wrote (for ``agent`` only, or every agent)."""
+    actor = f"dream:{run_id}"
+    entries = run_changes(memory, actor, user_id=user_id, agent_id=agent)
+    undone = undo_changes(
+        memory, entries, actor=f"rollback:{run_id}", reason=f"rollback of dream run {run_id}"
+    )
+    store = memory.store
+    with store.atomic():
+        journal = dict(store.kv_get(journal_key(run_id)) or {})
+        for name, info in journal.items():
+            if agent is not None and name != agent:
+                continue
+            if isinstance(info, dict):
+                store.kv_set(step1_key(name), info.get("step1_before"))
+    return undone
+
+
+def rollback(memory: Memory, run_id: str) -> Undone:
+    """``memoryd dream rollback RUN_ID``: undo every change of a dream run."""
+    if not isinstance(run_id, str) or not run_id.startswith("dream-"):
+        raise InvalidInputError(
+            f"{run_id!r} is not a dream run id",
+            "pick one from `memoryd pipelines --name dream` (they look like dream-20260328T020000-3fa2c1)",
+        )
+    if memory.store.kv_get(journal_key(run_id)) is None:
+        raise NotFoundError(
+            f"no dream run {run_id} is recorded", "list dream runs with `memoryd pipelines`"
+        )
+    agents = list(memory.store.kv_get(journal_key(run_id)) or {})
+    undone = undo_run(memory, run_id)
+    write_rollback_note(memory, run_id, agents, undone)
+    return undone

@@ -1,0 +1,193 @@
+"""Dream: yesterday's diary and week-old short-term -> long-term; DREAMS.md; the loss
+guard; dry runs; rollback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memoryd.audit import audit_path
+from memoryd.cli import app as cli_app
+from memoryd.core import Memory
+from memoryd.embed import Embedder
+from memoryd.errors import InvalidInputError, NotFoundError
+from memoryd.models import Filters, Origin, State
+from memoryd.pipelines.dream import long_term_count, rollback
+from memoryd.pipelines.runs import run_pipeline
+from memoryd.settings import Settings
+from tests.fake_llm import FakeLLM
+from tests.pipelines_kit import FixedClock, fill_diary, pipeline_settings, snapshot, workspace
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock("2026-03-20T12:00:00+00:00")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return pipeline_settings(tmp_path / "home")
+
+
+@pytest.fixture
+def mem(settings: Settings, embedder: Embedder, clock: FixedClock) -> Iterator[Memory]:
+    m = Memory(settings, embedder=embedder, clock=clock)
+    yield m
+    m.close()
+
+
+def seed_week(mem: Memory, settings: Settings, clock: FixedClock) -> None:
+    """Short-term memories from 2026-03-20 (digested), then a diary for 2026-03-27."""
+    root = workspace(settings, "alpha")
+    fill_diary(root, "2026-03-20", 6)
+    assert run_pipeline(mem, "digest").status == "ok"
+    fill_diary(root, "2026-03-27", 3, start_hour=10)
+    clock.now = datetime.fromisoformat("2026-03-28T02:00:00+00:00")
+
+
+def test_dream_moves_diary_and_old_short_term_to_long_term(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    seed_week(mem, settings, clock)
+    short_before = mem.count(Filters(agent_id="alpha", short_term_only=True))
+    assert short_before > 0
+    run = run_pipeline(mem, "dream")
+    assert run.status == "ok"
+    assert mem.count(Filters(agent_id="alpha", short_term_only=True)) == 0
+    assert run.counts["short_term_consolidated"] == short_before
+    assert run.counts["diary_days"] == 1 and run.counts["step1_add"] > 0
+    long_term = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=1000)
+    assert long_term and all(r.origin == Origin.FACT and r.run_id is None for r in long_term)
+    assert any(r.metadata.get("diary") == "2026-03-27" for r in long_term)  # step 1
+    assert all(r.category != "short_term" for r in long_term)
+    # the short-term memories are deleted with the decision, not lost
+    gone = list(mem.store.iter_all(Filters(agent_id="alpha", states=[State.DELETED])))
+    assert len(gone) == short_before
+    reason = mem.history(gone[0].id)[-1].reason or ""
+    assert reason.startswith(f"consolidated into long-term by {run.run_id}")
+
+    report = (settings.home / "workspaces" / "alpha" / "DREAMS.md").read_text()
+    assert report.startswith("# Dreams")
+    assert f"## Dream · 2026-03-28 02:00 UTC · {run.run_id}" in report
+    assert "Step 1 · diary 2026-03-27" in report
+    assert f"Step 2 · {short_before} short-term memories older than 7 days" in report
+    assert f"Compression: {short_before} short-term -> " in report
+    assert f"memoryd dream rollback {run.run_id}" in report
+    audit = [json.loads(line) for line in audit_path(settings).read_text().splitlines()]
+    assert any(e["op"] == "dream" and e["run_id"] == run.run_id for e in audit)
+
+    again = run_pipeline(mem, "dream")  # the same night again: nothing left to do
+    assert again.counts["diary_days"] == 0 and again.counts["short_term_consolidated"] == 0
+    assert report == (settings.home / "workspaces" / "alpha" / "DREAMS.md").read_text()
+
+
+def test_only_memories_older_than_a_week_are_consolidated(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    seed_week(mem, settings, clock)
+    clock.now = datetime.fromisoformat("2026-03-27T00:00:00+00:00")  # 6.5 days after the digest
+    run = run_pipeline(mem, "dream")
+    assert run.counts["short_term_consolidated"] == 0
+    assert mem.count(Filters(agent_id="alpha", short_term_only=True)) > 0
+
+
+def test_dry_run_reports_and_writes_nothing(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    seed_week(mem, settings, clock)
+    before = snapshot(mem)
+    run = run_pipeline(mem, "dream", dry_run=True)
+    assert run.status == "ok" and run.dry_run
+    assert run.counts["short_term_consolidated"] > 0 and run.counts["step1_add"] > 0
+    assert any(n.startswith("## Dream (dry run)") for n in run.notes)
+    assert snapshot(mem) == before
+    assert not (settings.home / "workspaces" / "alpha" / "DREAMS.md").exists()
+    real = run_pipeline(mem, "dream")  # and the real run still does everything
+    assert real.counts["short_term_consolidated"] == run.counts["short_term_consolidated"]
+
+
+def test_rollback_restores_the_state_before_the_run(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    seed_week(mem, settings, clock)
+    mem.add("The staging cluster runs on three nodes", user_id="default", agent_id="alpha")
+    before = {t for t in snapshot(mem) if t[5] == "active"}
+    run = run_pipeline(mem, "dream")
+    assert {t for t in snapshot(mem) if t[5] == "active"} != before
+    undone = rollback(mem, run.run_id)
+    assert undone.deleted > 0 and undone.restored > 0
+    assert {t for t in snapshot(mem) if t[5] == "active"} == before
+    assert "## Rollback" in (settings.home / "workspaces" / "alpha" / "DREAMS.md").read_text()
+    redo = run_pipeline(mem, "dream")  # keys released and step 1 reset: the work is redone
+    assert redo.counts["diary_days"] == 1
+    assert redo.counts["short_term_consolidated"] == run.counts["short_term_consolidated"]
+    with pytest.raises(NotFoundError):
+        rollback(mem, "dream-20990101T000000-abcdef")
+    with pytest.raises(InvalidInputError):
+        rollback(mem, "digest-20260101T000000-abcdef")
+
+
+def test_cli_dream_rollback(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, embedder: Embedder, clock: FixedClock
+) -> None:
+    with Memory(settings, embedder=embedder, clock=clock) as mem:
+        seed_week(mem, settings, clock)
+        run = run_pipeline(mem, "dream")
+    monkeypatch.setenv("MEMORYD_HOME", str(settings.home))
+    monkeypatch.setenv("MEMORYD_WORKSPACE__OPENCLAW_DIR", str(settings.workspace.openclaw_dir))
+    result = CliRunner().invoke(cli_app, ["dream", "rollback", run.run_id, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["run_id"] == run.run_id and data["undo_deleted"] > 0
+    missing = CliRunner().invoke(cli_app, ["dream", "rollback", "dream-nope"])
+    assert missing.exit_code == 2 and "memoryd pipelines" in missing.stderr
+
+
+def test_loss_guard_aborts_and_leaves_long_term_as_it_was(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A reconciler that says DELETE to everything would wipe long-term memory: the guard
+    stops the run and undoes what it did."""
+    with FakeLLM() as fake:
+        settings = pipeline_settings(tmp_path / "home", dream={"loss_guard_min": 4})
+        settings.llm.provider = "openai"
+        settings.llm.openai.base_url = fake.url
+
+        def delete_everything(body: dict) -> str:  # type: ignore[type-arg]
+            system = body["messages"][0]["content"]
+            user = body["messages"][-1]["content"]
+            if "memory consistent" in system:
+                data = json.loads(user)
+                ids = [e["id"] for e in data["existing"]]
+                decisions = [
+                    {"fact": f["fact"], "event": "DELETE", "id": ids[n % len(ids)]}
+                    for n, f in enumerate(data["new_facts"])
+                    if ids
+                ]
+                return json.dumps({"decisions": decisions})
+            facts = [f"The billing service runs on port 900{n} now" for n in range(3)]
+            return json.dumps({"facts": facts})
+
+        clock = FixedClock("2026-03-20T12:00:00+00:00")
+        with Memory(settings, embedder=embedder, clock=clock) as mem:
+            for n in range(6):
+                mem.add(f"The billing service ran on port {8000 + n} in release {n}",
+                        user_id="default", agent_id="alpha")  # fmt: skip
+            workspace(settings, "alpha")
+            fill_diary(settings.home / "workspaces" / "alpha", "2026-03-27", 4)
+            clock.now = datetime.fromisoformat("2026-03-28T02:00:00+00:00")
+            before = snapshot(mem)
+            fake.default = delete_everything
+            run = run_pipeline(mem, "dream")
+            assert run.status == "error" and "loss guard" in (run.error or "")
+            assert long_term_count(mem, "default", "alpha") == 6
+            assert {t for t in snapshot(mem) if t[5] == "active"} == {
+                t for t in before if t[5] == "active"
+            }
+            report = (settings.home / "workspaces" / "alpha" / "DREAMS.md").read_text()
+            assert "**Aborted** · loss guard" in report

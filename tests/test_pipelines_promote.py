@@ -1,0 +1,136 @@
+"""Promotion: searches record recalls; often-recalled memories go into MEMORY.md once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memoryd.core import Memory
+from memoryd.embed import Embedder
+from memoryd.pipelines.promote import (
+    BLOCK_END,
+    BLOCK_START,
+    BLOCK_TITLE,
+    concepts,
+    score,
+    signals,
+    with_promotions,
+)
+from memoryd.pipelines.runs import run_pipeline
+from memoryd.recall import Recall, summaries
+from memoryd.settings import PromoteSettings, Settings
+from tests.pipelines_kit import FixedClock, pipeline_settings, workspace
+
+FACT = "The billing service listens on port 8230 behind the nginx proxy"
+QUERIES = [
+    "billing service port",
+    "which port does the billing service listen on",
+    "billing service nginx proxy port 8230",
+    "where does billing listen",
+]
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock("2026-03-20T09:00:00+00:00")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return pipeline_settings(tmp_path / "home")
+
+
+@pytest.fixture
+def mem(settings: Settings, embedder: Embedder, clock: FixedClock) -> Iterator[Memory]:
+    m = Memory(settings, embedder=embedder, clock=clock)
+    yield m
+    m.close()
+
+
+def recall_often(mem: Memory, clock: FixedClock, days: int = 3) -> None:
+    for _day in range(days):
+        for q in QUERIES:
+            mem.search(q, user_id="default", agent_id="alpha")
+        clock.now += timedelta(days=1)
+
+
+def test_searches_record_recalls(mem: Memory, clock: FixedClock) -> None:
+    fact_id = mem.add(FACT, user_id="default", agent_id="alpha")[0].id
+    mem.add("Lunch is at noon", user_id="default")  # no agent: never a candidate
+    recall_often(mem, clock, days=2)
+    mem.recalls.flush()
+    (summary,) = [s for s in summaries(mem.store, "alpha") if s.memory_id == fact_id]
+    assert summary.count == 8 and len(summary.queries) == 4
+    assert summary.days == ["2026-03-20", "2026-03-21"]
+    assert 0.3 < summary.avg_score <= 1.0
+    assert all(s.agent == "alpha" for s in summaries(mem.store))
+
+
+def test_signals_and_gates() -> None:
+    s = PromoteSettings()
+    now = datetime.fromisoformat("2026-03-28T00:00:00+00:00")
+    strong = Recall("m1", "alpha", "default", count=5, score_sum=4.25, queries=["a", "b", "c", "d"],
+                    days=["2026-03-26", "2026-03-27"], last="2026-03-27T12:00:00+00:00")  # fmt: skip
+    parts = signals(strong, FACT, now, s)
+    assert parts["frequency"] == 1.0 and parts["diversity"] == 1.0
+    assert parts["consolidation"] == 1.0 and parts["recency"] > 0.97
+    assert score(parts, s.weights) >= 0.8
+    weak = Recall("m2", "alpha", "default", count=3, score_sum=1.5, queries=["a", "b", "c"],
+                  days=["2026-03-01"], last="2026-03-01T12:00:00+00:00")  # fmt: skip
+    assert score(signals(weak, "lunch at noon", now, s), s.weights) < 0.8
+    assert {"8230", "nginx", "billing", "service", "listens", "proxy"} <= concepts(FACT)
+    assert sum(s.weights.values()) == pytest.approx(1.0)
+
+
+def test_promote_writes_a_marked_block_once(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    root = workspace(settings, "alpha")
+    (root / "MEMORY.md").write_text("# MEMORY\n\n- Answer briefly\n")
+    mem.add(FACT, user_id="default", agent_id="alpha")
+    mem.add("The cafeteria closes at three", user_id="default", agent_id="alpha")
+    recall_often(mem, clock)
+    dry = run_pipeline(mem, "promote", dry_run=True)
+    assert dry.counts == {"promoted": 1} and FACT in dry.notes[0]
+    assert "Promoted" not in (root / "MEMORY.md").read_text()
+    run = run_pipeline(mem, "promote")
+    assert run.counts["promoted"] == 1
+    text = (root / "MEMORY.md").read_text()
+    assert text.startswith("# MEMORY\n\n- Answer briefly\n")
+    assert f"{BLOCK_TITLE}\n{BLOCK_START}\n- {FACT}\n{BLOCK_END}\n" in text
+    assert "cafeteria" not in text  # never recalled
+    recall_often(mem, clock)
+    assert run_pipeline(mem, "promote").counts == {}  # promoted once, never again
+    assert (root / "MEMORY.md").read_text() == text
+    # the agent deletes the line: that is a "no", it does not come back
+    (root / "MEMORY.md").write_text("# MEMORY\n\n- Answer briefly\n")
+    recall_often(mem, clock)
+    run_pipeline(mem, "promote")
+    assert FACT not in (root / "MEMORY.md").read_text()
+
+
+def test_memory_md_stays_short() -> None:
+    agent_lines = "# MEMORY\n" + "".join(f"- fact {n}\n" for n in range(10))
+    content, added, dropped = with_promotions(agent_lines, [f"new {n}" for n in range(5)], 20)
+    assert (added, dropped) == (5, 0) and len(content.splitlines()) <= 20
+    content, added, dropped = with_promotions(content, ["newest a", "newest b"], 20)
+    lines = content.splitlines()
+    assert len(lines) <= 20 and (added, dropped) == (2, 2)
+    assert "- new 0" not in lines and "- new 1" not in lines and "- newest b" in lines
+    assert lines[:11] == agent_lines.splitlines()  # the agent's own lines are never touched
+    full = "".join(f"- fact {n}\n" for n in range(30))
+    assert with_promotions(full, ["x"], 20) == (full, 0, 0)
+
+
+def test_promotion_with_real_thresholds_needs_several_days_and_queries(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    workspace(settings, "alpha")
+    mem.add(FACT, user_id="default", agent_id="alpha")
+    for q in QUERIES[:2]:  # two distinct queries only: fails min_unique_queries (3)
+        for _ in range(3):
+            mem.search(q, user_id="default", agent_id="alpha")
+    assert run_pipeline(mem, "promote").counts == {}

@@ -1,0 +1,118 @@
+"""MEMORY.md sync: entries -> long-term memories; skipped when unchanged; edits update,
+removals supersede."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memoryd.core import Memory
+from memoryd.embed import Embedder
+from memoryd.models import Event, Filters, State
+from memoryd.pipelines.runs import run_pipeline
+from memoryd.pipelines.sync import parse_entries, state_key
+from memoryd.settings import Settings
+from tests.pipelines_kit import FixedClock, pipeline_settings, workspace
+
+MEMORY_MD = """# MEMORY
+
+## Projects
+- memoryd listens on port 8230
+- The billing service is owned by the payments team
+  and deploys on Tuesdays
+
+## Preferences
+- Answer in English, briefly
+
+<!-- a note to self that is not memory -->
+```
+make test
+```
+"""
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return pipeline_settings(tmp_path / "home")
+
+
+@pytest.fixture
+def mem(settings: Settings, embedder: Embedder) -> Iterator[Memory]:
+    m = Memory(settings, embedder=embedder, clock=FixedClock("2026-03-27T01:00:00+00:00"))
+    yield m
+    m.close()
+
+
+def synced(mem: Memory, states: list[State] | None = None) -> dict[str, str]:
+    """text -> state of the memories sync wrote."""
+    return {
+        r.text: r.state.value
+        for r in mem.store.iter_all(Filters(agent_id="alpha", states=states or []))
+        if r.metadata.get("source") == "MEMORY.md"
+    }
+
+
+def test_parse_entries() -> None:
+    entries = parse_entries(MEMORY_MD)
+    assert [e.text for e in entries] == [
+        "memoryd listens on port 8230",
+        "The billing service is owned by the payments team and deploys on Tuesdays",
+        "Answer in English, briefly",
+        "```\nmake test\n```",
+    ]
+    assert entries[1].section == "MEMORY › Projects"
+    assert (entries[1].start_line, entries[1].end_line) == (5, 6)
+
+
+def test_sync_adds_skips_updates_and_supersedes(mem: Memory, settings: Settings) -> None:
+    root = workspace(settings, "alpha")
+    path = root / "MEMORY.md"
+    path.write_text(MEMORY_MD)
+    first = run_pipeline(mem, "sync")
+    assert first.counts["added"] == 4 and first.counts["synced_files"] == 1
+    memories = mem.list(agent_id="alpha", filters=Filters(long_term_only=True))
+    assert {r.run_id for r in memories} == {None}
+    port = next(r for r in memories if "8230" in r.text)
+    assert port.source is not None and port.source.citation == "MEMORY.md#L4-L4"
+    assert port.context == "MEMORY.md › MEMORY › Projects"
+
+    again = run_pipeline(mem, "sync")  # same bytes: nothing read beyond the hash
+    assert again.counts == {"unchanged_files": 1}
+
+    path.write_text(
+        MEMORY_MD.replace("port 8230", "port 8231").replace("- Answer in English, briefly\n", "")
+        + "- Deploys need two approvals\n"
+    )
+    third = run_pipeline(mem, "sync")
+    assert (third.counts["added"], third.counts["updated"], third.counts["removed"]) == (1, 1, 1)
+    state = synced(mem)
+    assert state["memoryd listens on port 8231"] == "active"
+    assert "memoryd listens on port 8230" not in state  # updated in place, not duplicated
+    assert state["Answer in English, briefly"] == "deleted"  # superseded, kept in history
+    assert state["Deploys need two approvals"] == "active"
+    history = mem.history(port.id)
+    assert [h.event for h in history] == [Event.ADD, Event.UPDATE]
+    assert history[-1].old_text == "memoryd listens on port 8230"
+    assert history[-1].actor == f"sync:{third.run_id}"
+    gone = next(
+        r for r in mem.store.iter_all(Filters(states=[State.DELETED]))
+        if r.text == "Answer in English, briefly"
+    )  # fmt: skip
+    assert "removed from MEMORY.md" in (mem.history(gone.id)[-1].reason or "")
+
+
+def test_dry_run_writes_nothing(mem: Memory, settings: Settings) -> None:
+    root = workspace(settings, "alpha")
+    (root / "MEMORY.md").write_text(MEMORY_MD)
+    run = run_pipeline(mem, "sync", dry_run=True)
+    assert run.counts["added"] == 4
+    assert any("would add" in n for n in run.notes)
+    assert mem.count(Filters()) == 0 and mem.store.kv_get(state_key("alpha")) is None
+
+
+def test_agents_without_memory_md_are_left_alone(mem: Memory, settings: Settings) -> None:
+    workspace(settings, "alpha")
+    run = run_pipeline(mem, "sync")
+    assert run.status == "ok" and run.counts == {}
