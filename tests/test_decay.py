@@ -429,3 +429,52 @@ def test_index_stays_within_its_budget_and_is_deterministic(memory: Memory, cloc
 def test_decay_is_registered() -> None:
     spec = registry.get("decay")
     assert spec.fn is decay and spec.schedule == "30 3 * * *"
+
+
+# -- interfaces: --include-archived on the CLI (local and --url) and over HTTP -------------------
+
+
+def test_search_include_archived_on_the_cli_and_over_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Embedder, live_server
+) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+    from typer.testing import CliRunner
+
+    from memoryd.api import create_app
+    from memoryd.cli import app
+    from tests.conftest import FakeClock
+
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MEMORYD_AUDIT__ENABLED", "false")
+    monkeypatch.chdir(tmp_path)
+    settings = Settings()
+    settings.workspace.watch = False
+    clock = FakeClock((datetime.now(UTC) - timedelta(days=10)).isoformat())
+    query = "rotate the CI runner API keys"
+    with Memory(settings, embedder=embedder, clock=clock) as memory:
+        (event,) = memory.add(TASKS[2], user_id="ada", agent_id="dev", category="task")
+        clock.now = datetime.now(UTC)
+        assert run(memory, clock).counts["archived"] == 1
+
+        runner = CliRunner()
+
+        def cli(*args: str) -> list[dict]:
+            result = runner.invoke(app, ["search", query, "--user", "ada", "--json", *args])
+            assert result.exit_code == 0, result.output
+            return json.loads(result.output)["results"]
+
+        assert event.id not in [h["id"] for h in cli()]
+        (hit,) = [h for h in cli("--include-archived") if h["id"] == event.id]
+        assert hit["state"] == "archived"
+        refused = runner.invoke(app, ["search", query, "--include-archived", "--combined"])
+        assert refused.exit_code != 0 and "--combined" in refused.output
+
+        with live_server(create_app(memory=memory)) as server:
+            body = {"query": query, "user_id": "ada", "include_archived": True}
+            found = httpx.post(f"{server.url}/memory/search", json=body).json()["results"]
+            assert [h["state"] for h in found if h["id"] == event.id] == ["archived"]
+            body["include_archived"] = False
+            found = httpx.post(f"{server.url}/memory/search", json=body).json()["results"]
+            assert event.id not in [h["id"] for h in found]
+            remote = cli("--include-archived", "--url", server.url)
+            assert event.id in [h["id"] for h in remote]

@@ -281,3 +281,20 @@ def test_missing_pgvector_says_who_must_install_it(pg_url: str) -> None:
         assert "CREATE EXTENSION vector" in (info.value.hint or "")
     finally:
         pgserver.drop_database(urlunsplit(parts._replace(path=f"/{name}")))
+
+
+def test_a_server_that_goes_away_is_a_store_error(tmp_path: object) -> None:
+    url, stop = pgserver.start_pg(str(tmp_path))
+    try:
+        store = open_store(url, StoreSettings(postgres={"connect_timeout_s": 2}))
+        r = MemoryRecord(id="m1", text="written before the outage", user_id="a")
+        r.embedding = np.ones(4, dtype=np.float32) / 2
+        store.add([r])
+        stop()  # the database server is gone
+        with pytest.raises(StoreError) as info:
+            store.get("m1")
+        assert "PostgreSQL" in str(info.value) or "no connection" in str(info.value)
+        assert "running" in (info.value.hint or "") or "retry" in (info.value.hint or "")
+        store.close()
+    finally:
+        stop()

@@ -164,6 +164,9 @@ def search(
     ] = 7,
     decay: Annotated[bool, typer.Option("--decay/--no-decay", help="time decay")] = True,
     mode: Annotated[str, typer.Option(help="hybrid, vector or keyword")] = "hybrid",
+    include_archived: Annotated[
+        bool, typer.Option("--include-archived", help="also memories archived by TTL decay")
+    ] = False,
     url: UrlOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -177,6 +180,8 @@ def search(
     assert q is not None
     if combined and run:
         _usage("--combined searches long-term and recent short-term; leave out --run")
+    if combined and include_archived:
+        _usage("--include-archived works with a plain search; leave out --combined")
     with backend(url, key) as mem:
         if combined:
             hits = mem.search_combined(
@@ -200,6 +205,7 @@ def search(
                 min_score=min_score,
                 time_decay=decay,
                 mode=mode,
+                include_archived=include_archived,
             )
     if as_json:
         _print_json({"results": hits})
@@ -214,7 +220,7 @@ def search(
             f"{parts.get('vector', 0):.3f}",
             f"{parts.get('keyword', 0):.3f}",
             "" if decay_part is None else f"{decay_part:.2f}",
-            h["memory"],
+            f"[dim]({h['state']})[/dim] {h['memory']}" if h.get("state") else h["memory"],
             h.get("citation") or h["id"],
         )
     console.print(table if hits else "[dim]no memories matched[/dim]")

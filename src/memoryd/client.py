@@ -48,6 +48,7 @@ class MemoryBackend(Protocol):
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
+        include_archived: bool = False,
     ) -> builtins.list[dict[str, Any]]: ...
 
     def search_combined(
@@ -175,6 +176,7 @@ class MemoryClient:
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
+        include_archived: bool = False,
     ) -> builtins.list[dict[str, Any]]:
         payload = self._drop_none(
             {
@@ -186,6 +188,7 @@ class MemoryClient:
                 "min_score": min_score,
                 "time_decay": time_decay,
                 "mode": mode,
+                "include_archived": include_archived,
             }
         )
         results: builtins.list[dict[str, Any]] = self._call("POST", "/memory/search", json=payload)[
@@ -329,6 +332,7 @@ class LocalBackend:
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
+        include_archived: bool = False,
     ) -> builtins.list[dict[str, Any]]:
         from memoryd.api.shapes import hit_out
 
@@ -341,6 +345,7 @@ class LocalBackend:
             min_score=min_score,
             time_decay=time_decay,
             mode=mode,
+            include_archived=include_archived,
         )
         return [hit_out(h) for h in hits]
 

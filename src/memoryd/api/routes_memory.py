@@ -81,6 +81,7 @@ class SearchRequest(BaseModel):
     min_score: float | None = Field(None, description="0 to 1, compared with the relevance")
     time_decay: bool = True
     include_shared: bool = True
+    include_archived: bool = False  # also memories archived by TTL decay
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     filters: FilterSpec | None = None
 
@@ -290,6 +291,7 @@ async def memory_search(
         mode=body.mode,
         time_decay=body.time_decay,
         include_shared=body.include_shared,
+        include_archived=body.include_archived,
     )
     audit.note(request, count=len(hits), top_score=_top(hits))
     return {"status": "ok", "results": [hit_out(h) for h in hits]}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryd.models import HistoryEntry, MemoryEvent, MemoryRecord, SearchHit
+from memoryd.models import HistoryEntry, MemoryEvent, MemoryRecord, SearchHit, State
 from memoryd.search.tiers import memory_type
 
 
@@ -65,6 +65,8 @@ def hit_out(h: SearchHit) -> dict[str, Any]:
             "citation": r.source.citation if r.source else None,
         }
     )
+    if r.state != State.ACTIVE:
+        out["state"] = str(r.state)  # archived by TTL decay (include_archived searches)
     return out
 
 

@@ -48,7 +48,7 @@ from memoryd.models import (
     utcnow,
 )
 from memoryd.settings import PostgresStoreSettings, StoreSettings
-from memoryd.store import register_store
+from memoryd.store import Store, register_store
 
 if TYPE_CHECKING:
     import psycopg
@@ -78,6 +78,12 @@ def _import_psycopg() -> tuple[Any, Any, Any]:
             _INSTALL_HINT,
         ) from exc
     return psycopg, ConnectionPool, register_vector
+
+
+def _import_pool_timeout() -> type[Exception]:
+    from psycopg_pool import PoolTimeout
+
+    return PoolTimeout
 
 
 def redact(url: str) -> str:
@@ -147,6 +153,7 @@ class PostgresStore:
     def __init__(self, url: str, settings: StoreSettings | None = None) -> None:
         settings = settings or StoreSettings()
         self._psycopg, pool_class, self._register_vector = _import_psycopg()
+        self._pool_timeout = _import_pool_timeout()
         self.settings: PostgresStoreSettings = settings.postgres
         self._dsn = "postgresql://" + url.split("://", 1)[1]  # postgres:// is an alias
         self.url = redact(self._dsn)
@@ -196,13 +203,34 @@ class PostgresStore:
         conn.execute("SET TIME ZONE 'UTC'")
 
     @contextmanager
+    def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection; a lost server becomes a StoreError that says so."""
+        try:
+            conn = self._pool.getconn(timeout=self.settings.connect_timeout_s)
+        except self._pool_timeout as exc:
+            raise StoreError(
+                f"no connection to {self.url} within {self.settings.connect_timeout_s:g}s",
+                "check that PostgreSQL is running and reachable; if it is just busy, raise "
+                "MEMORYD_STORE__POSTGRES__POOL_MAX or CONNECT_TIMEOUT_S",
+            ) from exc
+        try:
+            yield conn
+        except self._psycopg.OperationalError as exc:
+            raise StoreError(
+                f"PostgreSQL at {self.url} did not complete the request: {str(exc).strip()}",
+                "retry; if it keeps failing, check the server and the network",
+            ) from exc
+        finally:
+            self._pool.putconn(conn)
+
+    @contextmanager
     def _read(self) -> Iterator[psycopg.Connection[Any]]:
         """The thread's transaction connection inside ``atomic()``, else one from the pool."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             yield conn
             return
-        with self._pool.connection() as pooled:
+        with self._pooled() as pooled:
             yield pooled
 
     @contextmanager
@@ -213,7 +241,7 @@ class PostgresStore:
             with conn.transaction():
                 yield conn
             return
-        with self._pool.connection() as pooled:
+        with self._pooled() as pooled:
             self._local.conn = pooled
             try:
                 with pooled.transaction():
@@ -1058,8 +1086,8 @@ class PostgresStore:
         return [f"no HNSW index for {d}-dimensional vectors" for d in missing]
 
 
-def _factory(url: str, settings: StoreSettings) -> PostgresStore:
-    return PostgresStore(url, settings)
+def _factory(url: str, settings: StoreSettings) -> Store:
+    return PostgresStore(url, settings)  # typed as Store: mypy checks the protocol is met
 
 
 register_store("postgresql", _factory)
