@@ -191,9 +191,20 @@ def test_overview_draws_charts(tab: Tab, memory: Memory) -> None:
     tab.shot("ui-overview")
 
 
-def test_pipelines_and_audit_pages(tab: Tab) -> None:
+def test_pipelines_and_audit_pages(tab: Tab, memory: Memory, tmp_path: Path) -> None:
     page = tab.page
+    workspace = tmp_path / "ws-dev"
+    workspace.mkdir()
+    (workspace / "DREAMS.md").write_text(
+        "# Dreams\n\n## Dream · 2026-03-28 02:00 UTC · dream-20260328T020000-3fa2c1\n\n"
+        "- Step 1 · diary 2026-03-27 (12.4 KB) -> long-term: ADD 10 · UPDATE 2 · NONE 2\n"
+        "- Step 2 · 38 short-term memories older than 7 days -> long-term: ADD 5 · UPDATE 3\n"
+        "- Removed from short-term: 38 (kept in history)\n"
+        "- Long-term memory: 120 -> 136\n"
+    )
+    memory.settings.workspace.agents = {"dev": workspace}
     tab.goto("/ui/pipelines")
+    assert "Long-term memory: 120 -> 136" in page.get_by_test_id("dream").inner_text()
     dream = page.locator('[data-testid="pipeline"][data-name="dream"]')
     assert "error" in dream.inner_text()
     decay = page.locator('[data-testid="pipeline"][data-name="decay"]')

@@ -274,6 +274,8 @@ def seed(memory: Memory, clock: Any) -> Seeded:
             },
             {
                 "name": "dream",
+                "agent": "dev",
+                "trigger": "schedule",
                 "started_at": "2026-03-28T02:00:00+00:00",
                 "finished_at": "2026-03-28T02:00:41+00:00",
                 "status": "error",
@@ -416,6 +418,28 @@ def test_a_chunk_shows_its_source_lines_from_the_workspace(
     assert "Later line" not in lines and "# Memory" not in lines
 
 
+def test_pipelines_page_shows_the_latest_dream_reports(
+    memory: Memory, seeded: Seeded, live_server, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    workspace = tmp_path / "ws-dev"
+    workspace.mkdir()
+    (workspace / "DREAMS.md").write_text(
+        "# Dreams\n\n"
+        "## Dream · 2026-03-27 02:00 UTC · dream-1\n\n- Step 1 · old report\n\n"
+        "## Dream · 2026-03-28 02:00 UTC · dream-2\n\n"
+        "- Step 1 · diary 2026-03-27 (12.4 KB) -> long-term: ADD 10 · UPDATE 2\n"
+        "- Removed from short-term: 38 (kept in history)\n"
+    )
+    memory.settings.workspace.agents = {"dev": workspace}
+    with live_server(create_app(memory=memory)) as server:
+        page = _get(server, "/ui/pipelines").text
+        memory.settings.auth.keys = list(KEYS)
+        scoped = _get(server, "/ui/pipelines", cookies={"memoryd_key": "alice-key-0123456789"})
+    newest, older = page.index("dream-2"), page.index("dream-1")
+    assert newest < older and "ADD 10 · UPDATE 2" in page and "kept in history" in page
+    assert 'data-testid="dreams-empty"' in scoped.text  # dev's workspace is not alice's
+
+
 def test_delete_confirmation_works_without_javascript(
     memory: Memory, seeded: Seeded, live_server
 ) -> None:  # type: ignore[no-untyped-def]
@@ -526,6 +550,7 @@ def test_a_scoped_key_sees_only_its_users(keyed: Memory, seeded: Seeded, live_se
         edit_boss = c.post(f"/ui/memory/{boss_id}/edit", data={"text": "hijacked"})
         delete_boss = c.post(f"/ui/memory/{boss_id}/delete")
         audit = c.get("/ui/audit")
+        runs = c.get("/ui/pipelines")
     assert 'data-testid="stat-active">4<' in overview.text and "boss" not in overview.text
     assert browse.text.count('data-testid="row"') == 4 and "ArgoCD" not in browse.text
     assert other.status_code == 404 and "ArgoCD" not in other.text
@@ -536,6 +561,12 @@ def test_a_scoped_key_sees_only_its_users(keyed: Memory, seeded: Seeded, live_se
     assert edit_boss.status_code == 404 and delete_boss.status_code == 404
     assert keyed.get(boss_id).text.startswith("Deploys go through ArgoCD")
     assert audit.status_code == 403 and "admin" in audit.text
+    # runs of boss's workspace agent are not alice's; notes and errors are for admins only
+    assert runs.status_code == 200 and "LLM endpoint timed out" not in runs.text
+    assert (
+        "unchanged since the last run" not in runs.text and "shown to admin keys only" in runs.text
+    )
+    assert runs.text.count("<td><strong>") == 2  # digest and sync (no agent), not dev's dream
 
 
 # -- helpers ------------------------------------------------------------------------------------------

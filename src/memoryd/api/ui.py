@@ -46,7 +46,7 @@ from memoryd.errors import (
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, SearchHit, State
 from memoryd.search.tiers import memory_type as tier_of
 from memoryd.workspace.files import memory_get
-from memoryd.workspace.layout import resolve_workspace
+from memoryd.workspace.layout import DREAMS_FILE, known_agents, resolve_workspace
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
@@ -498,21 +498,26 @@ def source_lines(memory: Memory, record: MemoryRecord) -> SourceView | None:
 
 
 # -- pipelines and audit (rendered from what their owners record) ------------------------------
-def pipeline_runs(memory: Memory) -> list[dict[str, Any]]:
+def pipeline_runs(memory: Memory, principal: Principal) -> list[dict[str, Any]]:
     """Recorded runs, newest first, from the store's ``pipelines:runs`` kv list.
 
-    Each run is a dict (name, started_at, finished_at, status, counts, error);
-    ``errors`` and ``notes`` lists, as a ``RunResult`` has them, are shown too.
+    The same policy as ``GET /v1/pipelines``: notes and errors can quote memory
+    text, so only admin keys see them, and other keys see only the runs of
+    agents they may access (workspace runs belong to ``workspace.user_id``).
     """
     runs = memory.store.kv_get("pipelines:runs") or []
     if not isinstance(runs, list):
         return []
+    owner = memory.settings.workspace.user_id
     clean = []
     for run in runs:
         if not isinstance(run, dict) or not run.get("name"):
             continue
+        agent = run.get("agent")
+        if not principal.admin and agent is not None and not principal.can_access(owner, agent):
+            continue
         errors = [str(e) for e in run.get("errors") or []]
-        if run.get("error"):
+        if run.get("error") and str(run["error"]) not in errors:
             errors.insert(0, str(run["error"]))
         notes = run.get("notes")
         counts = run.get("counts")
@@ -520,12 +525,51 @@ def pipeline_runs(memory: Memory) -> list[dict[str, Any]]:
             {
                 **run,
                 "status": str(run.get("status") or "unknown"),
-                "errors": errors,
-                "notes": [str(n) for n in notes] if isinstance(notes, list) else [],
+                "errors": errors if principal.admin else [],
+                "notes": [str(n) for n in notes]
+                if principal.admin and isinstance(notes, list)
+                else [],
                 "counts": counts if isinstance(counts, dict) else {},
             }
         )
     return sorted(clean, key=lambda r: _ts(r.get("started_at")), reverse=True)
+
+
+@dataclass
+class DreamReport:
+    """One ``## Dream`` section of an agent's ``DREAMS.md`` (written by the dream pipeline)."""
+
+    agent: str
+    title: str
+    lines: list[str]
+
+
+def dream_reports(memory: Memory, principal: Principal, *, per_agent: int = 3) -> list[DreamReport]:
+    """The newest dream reports of each workspace agent the principal may access.
+
+    ``DREAMS.md`` is the people-facing review surface (seed 002); it is read
+    through ``memory_get``, which keeps every read inside the agent's workspace.
+    """
+    owner = memory.settings.workspace.user_id
+    reports: list[DreamReport] = []
+    for agent in known_agents(memory.settings, memory.store):
+        if not principal.can_access(owner, agent):
+            continue
+        ws = resolve_workspace(memory.settings, agent, memory.store)
+        try:
+            text = memory_get(ws, DREAMS_FILE).text
+        except MemorydError as exc:  # e.g. a DREAMS.md symlinked out of the workspace
+            reports.append(DreamReport(agent, f"{DREAMS_FILE} cannot be read", [str(exc)]))
+            continue
+        sections: list[DreamReport] = []
+        for line in text.splitlines():
+            if line.startswith("## "):
+                sections.append(DreamReport(agent, line[3:].strip(), []))
+            elif sections and line.strip():
+                sections[-1].lines.append(line.strip().removeprefix("- "))
+        dreams = [s for s in sections if s.title.lower().startswith("dream")]
+        reports.extend(dreams[-per_agent:][::-1])
+    return reports
 
 
 def audit_entries(memory: Memory, limit: int, *, include_ui: bool = False) -> list[dict[str, Any]]:
@@ -842,9 +886,19 @@ def restore(request: Request, principal: Principal, memory_id: str) -> Response:
 @router.get("/pipelines", response_model=None)
 @page
 def pipelines(request: Request, principal: Principal) -> Response:
-    runs = pipeline_runs(_memory(request))
+    runs = pipeline_runs(_memory(request), principal)
     last = {name: next((r for r in runs if r.get("name") == name), None) for name in PIPELINES}
-    return render(request, "pipelines.html", {"runs": runs[:50], "last": last}, principal=principal)
+    return render(
+        request,
+        "pipelines.html",
+        {
+            "runs": runs[:50],
+            "last": last,
+            "details": principal.admin,
+            "dreams": dream_reports(_memory(request), principal),
+        },
+        principal=principal,
+    )
 
 
 @router.get("/audit", response_model=None)
