@@ -478,3 +478,28 @@ def test_search_include_archived_on_the_cli_and_over_http(
             assert event.id not in [h["id"] for h in found]
             remote = cli("--include-archived", "--url", server.url)
             assert event.id in [h["id"] for h in remote]
+
+
+def test_settings_from_a_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        "[decay]\n"
+        "ttl_days = { tasks = 3, agents = 14, system = inf }\n"  # merged over the defaults
+        'default_class = "agents"\n'
+        "[decay.classes]\n"
+        'ticket = "tasks"\n'
+        "[lessons]\n"
+        'sessions_dir = "/srv/openclaw/{agent}/sessions"\n'
+    )
+    monkeypatch.setenv("MEMORYD_CONFIG", str(config))
+    s = Settings()
+    assert s.decay.ttl_days == {
+        "personal": None,
+        "system": None,
+        "knowledge": None,
+        "tasks": 3,
+        "agents": 14,
+    }
+    assert ttl_class("ticket", s.decay) == "tasks" and ttl_class(None, s.decay) == "agents"
+    assert ttl_class("project", s.decay) == "agents"  # the default mappings stay
+    assert s.lessons.sessions_dir == "/srv/openclaw/{agent}/sessions"

@@ -12,7 +12,14 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -270,63 +277,61 @@ class WorkspaceSettings(BaseModel):
         return v
 
 
+_DEFAULT_TTL_DAYS: dict[str, float | None] = {
+    "personal": None,
+    "system": None,
+    "knowledge": None,
+    "tasks": 7.0,
+    "agents": 30.0,
+}
+_DEFAULT_DECAY_CLASSES = {
+    **dict.fromkeys(
+        ("preference", "preferences", "personal", "profile", "contact", "relationship"),
+        "personal",
+    ),
+    **dict.fromkeys(("environment", "system", "config", "infrastructure"), "system"),
+    **dict.fromkeys(("decision", "experience", "procedural", "lesson"), "knowledge"),
+    **dict.fromkeys(("task", "tasks", "todo", "short_term", "progress"), "tasks"),
+    **dict.fromkeys(("agent", "agents", "project", "event", "conversation", "note"), "agents"),
+}
+
+
 class DecaySettings(BaseModel):
     """TTL decay (``memoryd run decay``, seed 003's organizer), owned by
     :mod:`memoryd.pipelines.decay`.
 
     Each memory category belongs to a TTL class (``classes``); a class's TTL is in
-    ``ttl_days`` (``null``: never expires). A memory not updated for its class's TTL
-    is summarised into a lesson and archived: out of default search, still found
-    with ``--include-archived``, never deleted. Categories not listed fall into
-    ``default_class``, which never expires by default: decay only touches what is
-    known to be transient.
+    ``ttl_days`` (``inf``, or ``null`` in JSON: never expires). Both are merged over
+    the defaults, so ``[decay.classes] ticket = "tasks"`` adds one mapping. A memory
+    not written for its class's TTL is summarised into a lesson and archived: out of
+    default search, still found with ``--include-archived``, never deleted.
+    Categories not listed fall into ``default_class``, which never expires by
+    default: decay only touches what is known to be transient.
     """
 
-    ttl_days: dict[str, float | None] = Field(
-        default_factory=lambda: {
-            "personal": None,
-            "system": None,
-            "knowledge": None,
-            "tasks": 7.0,
-            "agents": 30.0,
-        }
-    )
-    classes: dict[str, str] = Field(
-        default_factory=lambda: {
-            "preference": "personal",
-            "preferences": "personal",
-            "personal": "personal",
-            "profile": "personal",
-            "contact": "personal",
-            "relationship": "personal",
-            "environment": "system",
-            "system": "system",
-            "config": "system",
-            "infrastructure": "system",
-            "decision": "knowledge",
-            "experience": "knowledge",
-            "procedural": "knowledge",
-            "lesson": "knowledge",
-            "task": "tasks",
-            "tasks": "tasks",
-            "todo": "tasks",
-            "short_term": "tasks",
-            "progress": "tasks",
-            "agent": "agents",
-            "agents": "agents",
-            "project": "agents",
-            "event": "agents",
-            "conversation": "agents",
-            "note": "agents",
-        }
-    )
+    ttl_days: dict[str, float | None] = Field(default_factory=lambda: dict(_DEFAULT_TTL_DAYS))
+    classes: dict[str, str] = Field(default_factory=lambda: dict(_DEFAULT_DECAY_CLASSES))
     default_class: str = "personal"
     include_short_term: bool = False  # short-term memories (run_id set) are the dream's job
-    max_group: int = Field(default=40, ge=1, le=500)  # expired memories summarised together
+    max_group: int = Field(default=40, ge=1, le=200)  # expired memories summarised together
     lessons_per_group: int = Field(default=3, ge=1, le=20)
     default_agent: str = "main"  # workspace for lessons of memories without an agent
     index_max_bytes: int = Field(default=2048, ge=256)  # memory/INDEX.md budget
     index_recent: int = Field(default=8, ge=0, le=100)  # newest memories listed in INDEX.md
+
+    @field_validator("ttl_days", "classes", mode="before")
+    @classmethod
+    def _over_the_defaults(cls, v: object, info: ValidationInfo) -> object:
+        if not isinstance(v, dict):
+            return v  # pydantic says what is wrong with it
+        defaults = _DEFAULT_TTL_DAYS if info.field_name == "ttl_days" else _DEFAULT_DECAY_CLASSES
+        return {**defaults, **v}
+
+    @field_validator("ttl_days", mode="after")
+    @classmethod
+    def _inf_is_never(cls, v: dict[str, float | None]) -> dict[str, float | None]:
+        # TOML has no null: `tasks = inf` says "never expires" there
+        return {k: None if d == float("inf") else d for k, d in v.items()}
 
     @model_validator(mode="after")
     def _classes_have_ttls(self) -> DecaySettings:
@@ -334,11 +339,12 @@ class DecaySettings(BaseModel):
         if unknown:
             raise ValueError(
                 f"decay classes {unknown} have no entry in decay.ttl_days; "
-                f"add them (null = never expires) or map the categories to {sorted(self.ttl_days)}"
+                f"add them (inf or null: never expires) or map the categories to "
+                f"{sorted(self.ttl_days)}"
             )
         bad = sorted(k for k, v in self.ttl_days.items() if v is not None and v <= 0)
         if bad:
-            raise ValueError(f"decay.ttl_days for {bad} must be positive days, or null")
+            raise ValueError(f"decay.ttl_days for {bad} must be positive days, or inf (never)")
         return self
 
 
