@@ -503,3 +503,16 @@ def test_settings_from_a_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert ttl_class("ticket", s.decay) == "tasks" and ttl_class(None, s.decay) == "agents"
     assert ttl_class("project", s.decay) == "agents"  # the default mappings stay
     assert s.lessons.sessions_dir == "/srv/openclaw/{agent}/sessions"
+
+
+def test_the_readme_config_example_is_valid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("## Lessons and TTL decay", 1)[1]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "memoryd.toml").write_text(example)
+    monkeypatch.setenv("MEMORYD_CONFIG", str(tmp_path / "memoryd.toml"))
+    s = Settings()
+    assert ttl_class("ticket", s.decay) == "tasks" and s.decay.ttl_days["personal"] is None
+    assert s.decay.ttl_days == DecaySettings().ttl_days  # the example spells out the defaults

@@ -389,3 +389,14 @@ def test_an_llm_that_keeps_failing_falls_back_offline(
 
 def test_lessons_is_registered() -> None:
     assert registry.get("lessons").fn is lessons
+
+
+def test_the_readme_example_is_what_the_pipeline_writes(memory: Memory) -> None:
+    from tests.conftest import FakeClock
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("## Lessons and TTL decay", 1)[1]
+    example = section.split("```markdown\n", 1)[1].split("```", 1)[0]
+    install(memory.settings, names=(PIP,))
+    run(memory, FakeClock("2026-03-21T09:00:00+00:00"))
+    assert example in lessons_md(memory).read_text()
