@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memoryd.core import Memory
-from memoryd.errors import InvalidInputError
+from memoryd.errors import InvalidInputError, LimitExceededError
 from memoryd.extract import PROMPTS, OfflineExtractor, get_prompt
 from memoryd.extract.jsonfix import loads_lenient
 from memoryd.extract.offline import split_sentences
@@ -177,16 +177,19 @@ def test_workspace_chunks_are_never_rewritten_by_reconciliation(memory: Memory) 
 
 
 def test_infer_accepts_long_input_but_stores_short_facts(memory: Memory) -> None:
+    memory.settings.limits.max_text_chars = 1_000  # a memory may be this long; the input may not
     diary = "\n".join(
         f"- Task {i}: migrated service svc-{i} from the old cluster to port {9000 + i}."
-        for i in range(300)
+        for i in range(40)
     )
-    assert len(diary) > memory.settings.limits.max_text_chars  # too long to store as one memory
+    assert len(diary) > memory.settings.limits.max_text_chars
+    with pytest.raises(LimitExceededError):
+        memory.add(diary, user_id="u")  # as given: too long for one memory
     events = memory.add(diary, user_id="u", infer=True)
-    assert len(events) == 300 and all(e.event == Event.ADD for e in events)
+    assert len(events) == 40 and all(e.event == Event.ADD for e in events)
     assert (
-        memory.get(events[123].id).text  # type: ignore[arg-type]
-        == "Task 123: migrated service svc-123 from the old cluster to port 9123."
+        memory.get(events[23].id).text  # type: ignore[arg-type]
+        == "Task 23: migrated service svc-23 from the old cluster to port 9023."
     )
 
 
