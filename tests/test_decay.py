@@ -516,3 +516,32 @@ def test_the_readme_config_example_is_valid(
     s = Settings()
     assert ttl_class("ticket", s.decay) == "tasks" and s.decay.ttl_days["personal"] is None
     assert s.decay.ttl_days == DecaySettings().ttl_days  # the example spells out the defaults
+
+
+def test_memoryd_run_decay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Embedder
+) -> None:
+    from typer.testing import CliRunner
+
+    from memoryd.cli import app
+    from tests.conftest import FakeClock
+
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MEMORYD_AUDIT__ENABLED", "false")
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock((datetime.now(UTC) - timedelta(days=10)).isoformat())
+    with Memory(Settings(), embedder=embedder, clock=clock) as memory:
+        ids = seed(memory)
+    runner = CliRunner()
+
+    dry = runner.invoke(app, ["run", "decay", "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    record = json.loads(dry.output)
+    assert record["dry_run"] and record["counts"]["would_archive"] == 3
+    real = runner.invoke(app, ["run", "decay", "--agent", "dev"])
+    assert real.exit_code == 0, real.output
+    assert "archived: 3" in real.output and "lessons: 1" in real.output
+    with Memory(Settings(), embedder=embedder) as memory:
+        assert memory.get(ids["task0"]).state == State.ARCHIVED
+        (run_record,) = [r for r in memory.store.kv_get("pipelines:runs") if not r["dry_run"]]
+        assert memory.history(ids["task0"])[-1].actor == f"decay:{run_record['run_id']}"

@@ -400,3 +400,25 @@ def test_the_readme_example_is_what_the_pipeline_writes(memory: Memory) -> None:
     install(memory.settings, names=(PIP,))
     run(memory, FakeClock("2026-03-21T09:00:00+00:00"))
     assert example in lessons_md(memory).read_text()
+
+
+def test_memoryd_run_lessons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from memoryd.cli import app
+
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MEMORYD_WORKSPACE__OPENCLAW_DIR", str(tmp_path / "openclaw"))
+    monkeypatch.setenv("MEMORYD_AUDIT__ENABLED", "false")
+    monkeypatch.chdir(tmp_path)
+    install(Settings())
+    runner = CliRunner()
+    dry = runner.invoke(app, ["run", "lessons", "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.output)["counts"]["would_store"] >= 3
+    real = runner.invoke(app, ["run", "lessons", "--agent", "dev", "--json"])
+    assert real.exit_code == 0, real.output
+    assert json.loads(real.output)["counts"]["lessons"] == 3
+    assert (tmp_path / "home" / "workspaces" / "dev" / "memory" / "lessons.md").is_file()
+    found = runner.invoke(app, ["search", "pip externally managed", "--user", "default", "--json"])
+    assert "venv" in json.loads(found.output)["results"][0]["memory"]
