@@ -269,3 +269,25 @@ def test_workspace_tools_need_an_agent_scope(server) -> None:  # type: ignore[no
         assert "no agent" in anyone.error("memory_context")
     with session(server, **{"X-Memoryd-Agent": "dev"}) as dev:
         assert dev.call("memory_get", path="MEMORY.md")["missing"] is True
+
+
+def test_tool_calls_are_in_the_audit_log_without_secrets(keyed: Memory, server) -> None:  # type: ignore[no-untyped-def]
+    from memoryd.audit import audit_path, read_recent
+
+    keyed.add("Nightly backups run at 03:00 UTC", user_id="boss", agent_id="dev")
+    with session(server, Authorization="Bearer k-dev") as dev:
+        dev.call("memory_search", query="when do backups run?")
+        dev.error("memory_delete", memory_id="nope")
+    entries = [
+        e for e in read_recent(keyed.settings, 200) if (e.get("op") or "").startswith("mcp.")
+    ]
+    search = next(e for e in entries if e["op"] == "mcp.memory_search")
+    assert (search["principal"], search["user_id"], search["agent_id"]) == (
+        "dev-key",
+        "boss",
+        "dev",
+    )
+    assert search["count"] >= 1 and 0 < search["top_score"] <= 1 and search["path"] == "/mcp"
+    assert any(e["op"] == "mcp.memory_delete" for e in entries)
+    text = audit_path(keyed.settings).read_text()
+    assert "k-dev" not in text and "Nightly backups" not in text

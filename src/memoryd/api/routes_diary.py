@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from memoryd.api.auth import Principal, principal
+from memoryd.audit import note
 from memoryd.core import Memory
 from memoryd.pipelines import diary
 
@@ -62,4 +63,5 @@ async def post_diary(
         turn_id=body.turn_id,
         messages=[m.model_dump() for m in body.messages],
     )
+    note(request, op="diary", user_id=user_id, agent_id=body.agent_id, count=result.kept)
     return result.as_dict()

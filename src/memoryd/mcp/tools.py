@@ -16,7 +16,9 @@ from typing import Annotated, Any, Literal, TypeVar, cast
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
+from starlette.requests import Request
 
+from memoryd.audit import note
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, MemorydError, NotFoundError, PermissionDeniedError
 from memoryd.mcp.scope import Scope
@@ -123,8 +125,9 @@ class MemoryTools:
         hits come from other agents' lessons) and, for file excerpts, a citation
         like memory/2026-03-27.md#L12-L30 that memory_get can open.
         """
-        scope = self.scope_of(ctx)
+        scope = self._begin(ctx, "memory_search")
         hits = self._search(scope, query, top_k, tier, category, recent_days, min_score)
+        _note(ctx, count=len(hits), top_score=round(hits[0].score, 4) if hits else None)
         return {"scope": scope.as_dict(), "results": [hit_json(h) for h in hits]}
 
     @tool_errors
@@ -139,7 +142,7 @@ class MemoryTools:
         """List remembered facts, newest first (not a search: use memory_search to find
         something; Markdown file excerpts are not listed, read them with memory_get). Useful to review what is remembered in a category, e.g. every
         open task or every preference, or to find an id to update or delete."""
-        scope = self.scope_of(ctx)
+        scope = self._begin(ctx, "memory_list")
         filters = Filters(
             categories=[category] if category else None,
             origins=[Origin.API, Origin.FACT],  # file excerpts are read with memory_get
@@ -153,6 +156,7 @@ class MemoryTools:
             offset=offset,
             filters=filters,
         )
+        _note(ctx, count=len(records))
         return {
             "scope": scope.as_dict(),
             "results": [record_json(r, self._type(r)) for r in records],
@@ -167,7 +171,7 @@ class MemoryTools:
         """Every change to one memory, oldest first: when it was added, updated (old and
         new text), deleted or restored, by whom and why. Use it to see how a fact
         evolved or to recover what a memory said before an update."""
-        scope = self.scope_of(ctx)
+        scope = self._begin(ctx, "memory_history")
         self._readable(scope, memory_id)
         entries = self.memory.history(memory_id)
         return {"id": memory_id, "history": [e.model_dump(mode="json") for e in entries]}
@@ -198,7 +202,7 @@ class MemoryTools:
         and yesterday's diary at session start. A file that does not exist gives
         empty text (nothing was written that day). Only files inside the agent's
         workspace can be read."""
-        scope = self.scope_of(ctx)
+        scope = self._begin(ctx, "memory_get")
         got = read_lines(self._workspace(scope), path, from_line, lines)
         return got.to_json()
 
@@ -221,7 +225,7 @@ class MemoryTools:
         once at the start of every session, before the first answer; then use
         memory_search for specific questions. Long files are cut in the middle with a
         marker that says how to read the rest with memory_get."""
-        scope = self.scope_of(ctx)
+        scope = self._begin(ctx, "memory_context")
         built = build_context(
             self.memory, self._workspace(scope), query=query, budget=budget, user_id=scope.user_id
         )
@@ -275,7 +279,7 @@ class MemoryTools:
         there but changed, use memory_update instead. Never store secrets
         (passwords, tokens, keys) or small talk.
         """
-        scope = self.scope_of(ctx)
+        scope = self._begin(ctx, "memory_add")
         run_id = self._today() if tier == "short_term" or category == "short_term" else None
         events = self.memory.add(
             text,
@@ -286,6 +290,7 @@ class MemoryTools:
             actor=scope.actor,
             infer=infer,
         )
+        _note(ctx, count=len(events), run_id=run_id)
         return {
             "results": [e.model_dump(mode="json") for e in events],
             "tier": "short_term" if run_id else "long_term",
@@ -303,7 +308,7 @@ class MemoryTools:
         """Correct or refresh a memory when a fact changed (a port moved, a decision was
         reversed, a task finished). Pass the whole new text, not a diff; the old
         version stays in memory_history. Only memories of this agent can be changed."""
-        scope = self.scope_of(ctx)
+        scope = self._begin(ctx, "memory_update")
         record = self._owned(scope, memory_id)
         metadata = {"category": category} if category else None
         new = self.memory.update(
@@ -326,12 +331,18 @@ class MemoryTools:
         """Delete a memory that is wrong or obsolete and has no corrected version (when
         it has one, use memory_update). The memory leaves search but stays in
         memory_history and can be restored by an operator."""
-        scope = self.scope_of(ctx)
+        scope = self._begin(ctx, "memory_delete")
         record = self._owned(scope, memory_id)
         self.memory.delete(record.id, user_id=scope.user_id, actor=scope.actor, reason=reason)
         return {"id": record.id, "deleted": True}
 
     # -- helpers --------------------------------------------------------------------------
+    def _begin(self, ctx: Context, tool: str) -> Scope:
+        """The call's scope, noted in the audit log entry of its HTTP request."""
+        scope = self.scope_of(ctx)
+        _note(ctx, op=f"mcp.{tool}", user_id=scope.user_id, agent_id=scope.agent_id)
+        return scope
+
     def _search(
         self,
         scope: Scope,
@@ -434,6 +445,13 @@ class MemoryTools:
     def _today(self) -> str:
         """Today's date in the workspace time zone: the short-term run id (seed 001)."""
         return local_today(self.memory.settings.workspace, self.memory.clock).isoformat()
+
+
+def _note(ctx: Context, **fields: Any) -> None:
+    """Add to the audit entry of the HTTP request carrying this call (none over stdio)."""
+    request = ctx.request_context.request
+    if isinstance(request, Request):
+        note(request, **fields)
 
 
 def _not_found(memory_id: str) -> NotFoundError:
