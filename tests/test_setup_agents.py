@@ -181,3 +181,10 @@ def test_json5_configs_and_bad_options_fail_with_a_hint_and_write_nothing(
         code, out = setup(*args, "--yes")
         assert code == 2 and needle in out, (args, out)
     assert not (env["project"] / ".mcp.json").exists()
+
+
+def test_a_local_memoryd_toml_is_pinned_for_the_agents_server(env: dict[str, Path]) -> None:
+    (env["project"] / "memoryd.toml").write_text("[search]\nvector_weight = 0.6\n")
+    assert setup("codex", "--yes")[0] == 0
+    entry = tomllib.loads((env["home"] / ".codex" / "config.toml").read_text())["mcp_servers"]
+    assert entry["memoryd"]["env"]["MEMORYD_CONFIG"] == str(env["project"] / "memoryd.toml")

@@ -53,6 +53,7 @@ class Connection:
     url: str = "http://127.0.0.1:8230"
     api_key_env: str | None = None  # the env var holding the API key, for http
     home: Path | None = None  # MEMORYD_HOME for the stdio server
+    config_file: Path | None = None  # MEMORYD_CONFIG, when setup itself ran with one
     command: str = "memoryd"
 
     def stdio_args(self) -> list[str]:
@@ -62,7 +63,12 @@ class Connection:
         return args
 
     def stdio_env(self) -> dict[str, str]:
-        return {"MEMORYD_HOME": str(self.home)} if self.home else {}
+        """What the agent's ``memoryd mcp`` needs to open the same store as ``serve``:
+        the agent starts it elsewhere (its project), where no memoryd.toml is found."""
+        env = {"MEMORYD_HOME": str(self.home)} if self.home else {}
+        if self.config_file:
+            env["MEMORYD_CONFIG"] = str(self.config_file)
+        return env
 
     @property
     def mcp_url(self) -> str:
@@ -469,6 +475,7 @@ def _plan_from_options(
         url=url or f"http://{server.host}:{server.port}",
         api_key_env=api_key_env,
         home=settings.home,
+        config_file=_config_in_effect(),
         command=memoryd_command(),
     )
     return plan(
@@ -479,6 +486,16 @@ def _plan_from_options(
         plugin_dir=plugin_dir,
         conn=conn,
     )
+
+
+def _config_in_effect() -> Path | None:
+    """The memoryd.toml this process reads that another working directory would miss:
+    ``$MEMORYD_CONFIG`` or ``./memoryd.toml`` (the one in ``MEMORYD_HOME`` is found anyway)."""
+    explicit = os.environ.get("MEMORYD_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    local = Path("memoryd.toml")
+    return local.absolute() if local.is_file() else None
 
 
 __all__ = [
