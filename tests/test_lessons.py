@@ -182,6 +182,8 @@ def test_lessons_from_transcripts(memory: Memory, clock) -> None:  # type: ignor
     assert result.counts["lessons"] == 3
     assert result.counts["duplicates_overlap"] == 1  # the pip lesson of the second session
     assert result.counts["bad_lines"] == 1
+    memory.recalls.flush()  # the duplicate checks searched, but are not recalls to promote
+    assert not [k for k in memory.store.kv_items() if k.startswith("recall:")]
 
     records = {r.metadata["lesson"]["correct_approach"]: r for r in stored(memory)}
     pip = records["exec: python3 -m venv .venv && .venv/bin/pip install requests"]

@@ -598,6 +598,7 @@ class Memory:
         time_decay: bool | None = None,
         include_shared: bool = True,
         include_archived: bool = False,
+        record_recall: bool = True,
     ) -> builtins.list[SearchHit]:
         """Hybrid search in a scope. ``mode`` is ``hybrid``, ``vector`` or ``keyword``.
 
@@ -608,6 +609,8 @@ class Memory:
         ``min_score`` is compared with the relevance, so a fresh but unrelated memory
         cannot pass on recency alone. Each hit carries its ``memory_type``.
         ``include_archived`` adds memories archived by TTL decay to the active ones.
+        ``record_recall=False`` keeps a pipeline's own lookups (e.g. the lessons
+        duplicate check) out of the recall statistics promotion ranks by.
         """
         s = self.settings.search
         top_k = check_top_k(top_k if top_k is not None else s.default_top_k, s.max_top_k)
@@ -663,7 +666,8 @@ class Memory:
             )
         hits.sort(key=lambda h: -h.score)
         found = _distinct(hits)[:top_k]
-        self.recalls.record(query, found, now)
+        if record_recall:
+            self.recalls.record(query, found, now)
         return found
 
     def search_combined(

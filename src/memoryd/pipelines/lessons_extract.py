@@ -202,6 +202,7 @@ def find_duplicate(
         filters=Filters(categories=[category], origins=[Origin.API, Origin.FACT]),
         top_k=max(5, llm_candidates),
         time_decay=False,
+        record_recall=False,  # the pipeline looking is not an agent recalling
     )
     for h in hits:
         share = overlap(text, h.text)
