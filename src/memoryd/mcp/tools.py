@@ -28,20 +28,10 @@ from memoryd.workspace.context import build_context
 from memoryd.workspace.files import memory_get as read_lines
 from memoryd.workspace.layout import Workspace, local_today, resolve_workspace
 
-#: The categories a model picks from (seed 000's table, plus ``task``).
-CATEGORIES: dict[str, str] = {
-    "decision": "a technical or product decision and its reason",
-    "preference": "how the user likes things done (style, language, tools)",
-    "environment": "hosts, ports, paths, accounts, configuration",
-    "project": "project status, progress, owners, deadlines",
-    "experience": "a pitfall hit and how it was resolved (shared with every agent)",
-    "procedural": "a correct how-to, step by step (shared with every agent)",
-    "task": "a finished or open work item",
-    "short_term": "today's working context; consolidated nightly, not kept as is",
-}
-
 Tier = Literal["long_term", "short_term"]
 SearchTier = Literal["combined", "long_term", "short_term"]
+#: The categories a model picks from: seed 000's table, plus ``task``. ``experience`` and
+#: ``procedural`` are in the shared pool by default (``search.shared_categories``).
 Category = Literal[
     "decision",
     "preference",
@@ -63,7 +53,8 @@ def tool_errors(fn: _F) -> _F:
     """Turn memoryd's named errors into MCP tool errors a model can act on.
 
     The text carries the error's name, what happened and the hint, e.g.
-    ``NotFoundError: no memory with id x. Hint: check the id with memory_list``.
+    ``NotFoundError: no memory with id x in this agent's scope. Hint: take the id from
+    memory_search or memory_list``.
     Anything else propagates, and the SDK reports it as an unexpected error.
     """
 
