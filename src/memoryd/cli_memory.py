@@ -250,7 +250,11 @@ def list_(
     table = Table("id", "created", "type", "category", "memory")
     for r in page["results"]:
         table.add_row(
-            r["id"], r["created_at"][:16], r["memory_type"], r["category"] or "", r["memory"]
+            r["id"],
+            r["created_at"][:16].replace("T", " "),
+            r["memory_type"],
+            r["category"] or "",
+            r["memory"],
         )
     console.print(table)
     console.print(f"[dim]{len(page['results'])} of {page['total']}[/dim]")
