@@ -176,7 +176,6 @@ class PostgresStore:
             max_size=max(self.settings.pool_max, self.settings.pool_min, 1),
             kwargs={"autocommit": True, "connect_timeout": int(self.settings.connect_timeout_s)},
             configure=self._configure,
-            check=pool_class.check_connection,
             open=False,
             name=f"memoryd-{self._schema}",
         )
@@ -198,9 +197,15 @@ class PostgresStore:
         return conn
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        """Every pooled connection: vectors as numpy arrays, timestamps in UTC."""
+        """Every pooled connection: vectors as numpy arrays, timestamps in UTC, and the
+        HNSW search settings, once per session so a search is a single round trip.
+        ``strict_order``: when filters reject most of the first ``ef_search``
+        neighbours, keep walking the graph rather than return fewer than asked for."""
         self._register_vector(conn)
-        conn.execute("SET TIME ZONE 'UTC'")
+        conn.execute(
+            f"SET TIME ZONE 'UTC'; SET hnsw.ef_search = {self.settings.ef_search};"
+            " SET hnsw.iterative_scan = strict_order"
+        )
 
     @contextmanager
     def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
@@ -216,6 +221,8 @@ class PostgresStore:
         try:
             yield conn
         except self._psycopg.OperationalError as exc:
+            if conn.broken:  # the server restarted or the network dropped: the other idle
+                self._pool.check()  # connections are likely dead too, so replace them now
             raise StoreError(
                 f"PostgreSQL at {self.url} did not complete the request: {str(exc).strip()}",
                 "retry; if it keeps failing, check the server and the network",
@@ -924,22 +931,19 @@ class PostgresStore:
         where, params = self._where(filters)
         extra = where.replace("WHERE", "AND", 1)
         distance = f"(embedding::{cast} <=> %s::{cast})"
-        ef_search = min(1000, max(self.settings.ef_search, limit))
-        with self._read() as conn, conn.transaction():
-            # is_local: these hold for this query's transaction only. strict_order:
-            # when filters reject most of the first ef_search neighbours, keep walking
-            # the graph instead of returning fewer than ``limit`` hits.
-            conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true),"
-                " set_config('hnsw.iterative_scan', 'strict_order', true)",
-                (str(ef_search),),
-            )
-            rows = conn.execute(
-                f"SELECT id, {distance} AS d FROM {self.t_memories}"
-                f" WHERE vector_dims(embedding) = {dim} {extra}"
-                f" ORDER BY {distance} LIMIT %s",
-                (vector, *params, vector, limit),
-            ).fetchall()
+        query = (
+            f"SELECT id, {distance} AS d FROM {self.t_memories}"
+            f" WHERE vector_dims(embedding) = {dim} {extra}"
+            f" ORDER BY {distance} LIMIT %s"
+        )
+        args = (vector, *params, vector, limit)
+        with self._read() as conn:
+            if limit <= self.settings.ef_search:  # the session's ef_search suffices
+                rows = conn.execute(query, args).fetchall()
+            else:  # more candidates than the graph walk keeps: widen it for this query
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, limit)}")
+                    rows = conn.execute(query, args).fetchall()
         return [(mid, _clip(1.0 - float(d))) for mid, d in rows]
 
     def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
