@@ -20,6 +20,8 @@ def test_register_and_get_roundtrip() -> None:
     assert spec.fn is _noop
     assert spec.schedule == "*/5 * * * *"  # normalised
     assert "test-noop" in [s.name for s in registry.all_specs()]
+    registry.unregister("test-noop")
+    assert "test-noop" not in [s.name for s in registry.all_specs()]
 
 
 def test_bad_schedule_is_refused_with_a_hint() -> None:
@@ -41,6 +43,7 @@ def test_two_functions_cannot_share_a_name() -> None:
 
     with pytest.raises(InvalidInputError):
         registry.register(PipelineSpec("test-dup", second, "0 1 * * *", ""))
+    registry.unregister("test-dup")
 
 
 def test_unknown_pipeline_names_the_known_ones() -> None:

@@ -35,8 +35,14 @@ def _failing(ctx: PipelineContext) -> RunResult:
     raise RuntimeError("the diary disk is gone")
 
 
-registry.register(PipelineSpec("test-count", _counting, "0 4 * * *", "counts agents"))
-registry.register(PipelineSpec("test-fail", _failing, "0 5 * * *", "always fails"))
+@pytest.fixture(autouse=True)
+def test_pipelines() -> Iterator[None]:
+    """Two pipelines of this module's own, registered only while its tests run."""
+    registry.register(PipelineSpec("test-count", _counting, "0 4 * * *", "counts agents"))
+    registry.register(PipelineSpec("test-fail", _failing, "0 5 * * *", "always fails"))
+    yield
+    registry.unregister("test-count")
+    registry.unregister("test-fail")
 
 
 @pytest.fixture

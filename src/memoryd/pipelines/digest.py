@@ -36,6 +36,7 @@ from memoryd.pipelines.sections import (
     batches,
     complete_prefix,
     line_range,
+    plain_text,
     read_from,
     split_sections,
 )
@@ -117,7 +118,7 @@ def _digest_batch(
     batch: Batch,
     result: RunResult,
 ) -> None:
-    text = batch.text
+    text = plain_text(batch.text)
     if not any(line.strip() and not line.startswith("#") for line in text.splitlines()):
         result.count("empty_batches")
         return  # only headings: nothing to extract, just move past it

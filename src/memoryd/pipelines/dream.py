@@ -51,7 +51,13 @@ from memoryd.pipelines.dreams_md import (
 )
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.pipelines.rollback import Undone, run_changes, undo_changes
-from memoryd.pipelines.sections import batches, line_range, read_from, split_sections
+from memoryd.pipelines.sections import (
+    batches,
+    line_range,
+    plain_text,
+    read_from,
+    split_sections,
+)
 from memoryd.workspace import Workspace, local_today
 
 
@@ -173,7 +179,7 @@ def _step1(ctx: PipelineContext, ws: Workspace, d: AgentDream, last_done: object
         d.diary_bytes += len(full)
         rel = ws.rel(path)
         for batch in batches(split_sections(full), s.digest.max_batch_bytes):
-            text = batch.text
+            text = plain_text(batch.text)
             if not any(ln.strip() and not ln.startswith("#") for ln in text.splitlines()):
                 continue
             first, last = line_range(full, batch)

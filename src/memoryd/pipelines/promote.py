@@ -20,7 +20,9 @@ A memory is promoted when it passes every gate (``promote.min_score`` 0.8,
 ``min_recall_count`` 3, ``min_unique_queries`` 3), has been recalled within
 ``max_age_days``, is short enough to be one line, is not already in MEMORY.md
 and was never promoted before (kv ``promote:<agent>``): deleting a promoted
-line from MEMORY.md is how the agent says no. Promoted lines go to the end of
+line from MEMORY.md is how the agent says no. Near-duplicates (the same concepts,
+e.g. one fact recalled in two versions) are promoted once, the best scored.
+Promoted lines go to the end of
 MEMORY.md inside a clearly marked block::
 
     ## Promoted by memoryd
@@ -56,6 +58,7 @@ BLOCK_START = (
 )
 BLOCK_END = "<!-- /memoryd:promoted -->"
 MAX_LINE_CHARS = 300
+NEAR_DUPLICATE = 0.6  # concept overlap at which two lines say the same thing
 _WORD = re.compile(r"[\w.+#/-]+", re.UNICODE)
 _STOP = frozenset(
     [
@@ -210,8 +213,8 @@ def promote_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     for _attempt in range(3):
         before = _stat(path)
         content = path.read_text(encoding="utf-8") if path.is_file() else ""
-        present = {_norm(line.lstrip("-*+ ").strip()) for line in content.splitlines()}
-        fresh = [c for c in found if _norm(c.text) not in present][: s.limit]
+        present = [line.lstrip("-*+ ").strip() for line in content.splitlines()]
+        fresh = distinct(found, present)[: s.limit]
         if not fresh:
             result.count("already_present", len(found))
             return result
@@ -242,6 +245,28 @@ def promote_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     for c in fresh[:added]:
         result.note(f"{ws.agent_id}: promoted ({c.score:.2f}) {c.text[:100]}")
     return result
+
+
+def distinct(found: list[Candidate], present: list[str]) -> list[Candidate]:
+    """Candidates, best first, without the ones MEMORY.md (or a better candidate) already
+    says: the same text, or the same concepts (Jaccard >= ``NEAR_DUPLICATE``)."""
+    seen_text = {_norm(t) for t in present if t}
+    seen_concepts = [c for c in (concepts(t) for t in present) if c]
+    out: list[Candidate] = []
+    for c in found:
+        mine = concepts(c.text)
+        if _norm(c.text) in seen_text or any(
+            _jaccard(mine, o) >= NEAR_DUPLICATE for o in seen_concepts
+        ):
+            continue
+        out.append(c)
+        seen_text.add(_norm(c.text))
+        seen_concepts.append(mine)
+    return out
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
 
 
 def with_promotions(content: str, texts: list[str], max_lines: int) -> tuple[str, int, int]:

@@ -190,6 +190,11 @@ def register(spec: PipelineSpec) -> PipelineSpec:
     return _REGISTRY[spec.name]
 
 
+def unregister(name: str) -> None:
+    """Remove pipeline ``name`` (tests, plugins being unloaded); unknown names are ignored."""
+    _REGISTRY.pop(name, None)
+
+
 def pipeline(
     name: str, *, schedule: str, description: str = ""
 ) -> Callable[[PipelineFn], PipelineFn]:

@@ -18,6 +18,8 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
 _HEADER = re.compile(rb"^## ", re.MULTILINE)
+_SPEAKER = re.compile(r"^- \*\*([\w .-]{1,40})\*\*: ", re.MULTILINE)
+_CONTINUATION = re.compile(r"^  (?=\S)", re.MULTILINE)
 _TIME = re.compile(r"^##\s+(\d{1,2}):(\d{2})\b")
 
 
@@ -178,3 +180,10 @@ def line_range(full: bytes, batch: Batch) -> tuple[int, int]:
     first = full.count(b"\n", 0, batch.start) + 1
     last = first + batch.data.rstrip(b"\n").count(b"\n")
     return first, last
+
+
+def plain_text(text: str) -> str:
+    """Diary text as extraction wants it: ``- **user**: hi`` (diary capture's Markdown)
+    becomes ``user: hi``, the way ``Memory.add(messages=...)`` writes turns, and the
+    indentation of a message's continuation lines goes."""
+    return _CONTINUATION.sub("", _SPEAKER.sub(r"\1: ", text))
