@@ -191,3 +191,23 @@ def test_loss_guard_aborts_and_leaves_long_term_as_it_was(
             }
             report = (settings.home / "workspaces" / "alpha" / "DREAMS.md").read_text()
             assert "**Aborted** · loss guard" in report
+
+
+def test_the_readme_report_is_what_render_report_writes() -> None:
+    from memoryd.pipelines.dreams_md import AgentDream, render_report
+
+    d = AgentDream(
+        agent="dev",
+        run_id="dream-20260328T020000-3fa2c1",
+        started=datetime.fromisoformat("2026-03-28T02:00:00+00:00"),
+        days=["2026-03-27"],
+        diary_bytes=12_700,
+        step1={"ADD": 10, "UPDATE": 2, "DELETE": 0, "NONE": 2},
+        step2={"ADD": 78, "UPDATE": 41, "DELETE": 3, "NONE": 1_678},
+        consolidated=1_800,
+        removed=1_800,
+        long_term_before=1_204,
+        long_term_after=1_289,
+    )
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert render_report(d) in readme

@@ -9,7 +9,7 @@ workspace and is never indexed for search. Each dream appends one section::
     - Step 2 · 38 short-term memories older than 7 days -> long-term: ADD 5 · UPDATE 3 · ...
     - Removed from short-term: 38 (kept in history)
     - Compression: 38 short-term -> 5 new long-term (7.6x)
-    - Long-term memory: 120 -> 136
+    - Long-term memory: 120 -> 135
     - Undo with `memoryd dream rollback dream-20260328T020000-3fa2c1`
 
 Appends go through the diary's locked append, so a report lands whole.
@@ -85,7 +85,7 @@ HEADER = "# Dreams\n\nWhat memoryd's nightly dream did. Newest at the bottom."
 
 
 def _decisions(step: dict[str, int]) -> str:
-    return " · ".join(f"{e.value} {step.get(e.value, 0)}" for e in DECISIONS)
+    return " · ".join(f"{e.value} {step.get(e.value, 0):,}" for e in DECISIONS)
 
 
 def _size(n: int) -> str:
@@ -106,13 +106,13 @@ def render_report(d: AgentDream) -> str:
         lines.append("- Step 1 · no new diary day to digest")
     if d.consolidated:
         lines.append(
-            f"- Step 2 · {d.consolidated} short-term memories older than "
+            f"- Step 2 · {d.consolidated:,} short-term memories older than "
             f"{d.short_term_days} days -> long-term: {_decisions(d.step2)}"
         )
         if d.dry_run:
-            lines.append(f"- Would remove from short-term: {d.consolidated}")
+            lines.append(f"- Would remove from short-term: {d.consolidated:,}")
         else:
-            lines.append(f"- Removed from short-term: {d.removed} (kept in history)")
+            lines.append(f"- Removed from short-term: {d.removed:,} (kept in history)")
         ratio = d.compression
         adds = d.step2.get(Event.ADD.value, 0)
         lines.append(
