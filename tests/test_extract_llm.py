@@ -247,3 +247,34 @@ def test_the_llm_never_sees_another_scope(mem: Memory, fake: FakeLLM) -> None:
     fake.script(facts("Salary reviews happen in March"))
     mem.add("salary reviews are in March", user_id="alice", infer=True)
     assert len(fake.requests) == 1  # nothing in alice's long-term scope to compare with
+
+
+def test_concurrent_adds_to_one_scope_reconcile_in_turn(mem: Memory, fake: FakeLLM) -> None:
+    """Reconciliation reads, asks the (slow) model, then writes: two adds to one scope
+    must take turns, or each decides ADD without seeing the other's write."""
+    import threading
+
+    mem.add("The on-call rota lives in Opsgenie.", user_id="u")
+
+    def answer(body: dict) -> str:
+        if "memory consistent" in json.dumps(body):
+            return decisions({"fact": 0, "event": "ADD"})
+        return facts("The on-call rota is in PagerDuty.")
+
+    fake.default = answer
+    fake.delay = 0.3
+    barrier = threading.Barrier(4)
+    events: list[Event] = []
+
+    def add() -> None:
+        barrier.wait()
+        events.extend(e.event for e in mem.add("rota moved", user_id="u", infer=True))
+
+    threads = [threading.Thread(target=add) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # the first ADDs after asking the model; the others then find the same text: NONE
+    assert sorted(events) == [Event.ADD, Event.NONE, Event.NONE, Event.NONE]
+    assert mem.count() == 2

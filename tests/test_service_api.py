@@ -319,3 +319,29 @@ def test_keys_keep_every_caller_in_its_scope(keyed: str) -> None:
     assert admin.delete("/memory/reset", params={"user_id": "boss"}).json()["deleted"] == 1
     found = admin.get("/memory/history/" + carol["id"]).json()["results"]
     assert found[0]["actor"] == "admin"
+
+
+def test_a_failing_llm_is_a_502_that_says_nothing_was_stored(
+    settings: Settings, embedder: Embedder, live_server
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.fake_llm import FakeLLM, Reply
+
+    with FakeLLM() as llm:
+        settings.llm.provider = "openai"
+        settings.llm.openai.base_url = llm.url
+        llm.script("no json here", "still none", Reply(status=500), Reply(status=500))
+        with (
+            Memory(settings, embedder=embedder) as mem,
+            live_server(create_app(memory=mem)) as server,
+        ):
+            body = {"text": "The VPN gateway is vpn-2.corp.", "user_id": "boss"}
+            garbage = httpx.post(f"{server.url}/memory/add", json=body, timeout=30)
+            down = httpx.post(f"{server.url}/memory/add", json=body, timeout=30)
+            assert mem.count() == 0
+            kept = httpx.post(f"{server.url}/memory/add", json={**body, "infer": False}, timeout=30)
+    for response in (garbage, down):
+        assert response.status_code == 502
+        error = response.json()
+        assert error["error"] == "UpstreamError" and "nothing was stored" in error["hint"]
+    assert "twice" in garbage.json()["detail"] and "HTTP 500" in down.json()["detail"]
+    assert kept.json()["results"][0]["event"] == "ADD"  # the input is not lost
