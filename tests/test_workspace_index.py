@@ -207,7 +207,7 @@ def test_a_file_edited_while_indexing_ends_indexed_at_its_final_content(
 
 
 def test_two_indexer_processes_on_one_store_never_corrupt_it(tmp_path: Path) -> None:
-    FILES = 12
+    FILES = 8
     home = tmp_path / "home"
     root = tmp_path / "ws"
     (root / "memory").mkdir(parents=True)

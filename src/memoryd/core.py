@@ -630,6 +630,8 @@ class Memory:
         )
         if include_archived and State.ARCHIVED not in f.states:
             f.states = [*f.states, State.ARCHIVED]
+        if mode != "keyword" and not self.vectors_match():
+            mode = "keyword"  # the stored vectors are another model's: a rebuild is under way
         qvec = self.embed_query(query) if mode != "keyword" else None
         n = max(top_k * s.candidate_multiplier, s.min_candidates)
         candidates = hybrid_candidates(self.store, query, qvec, f, n, s, mode)
@@ -744,39 +746,70 @@ class Memory:
         }
 
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every memory with the configured model, then record it as the store's model."""
+        """Re-embed every memory with the configured model, with no window of mixed vectors.
+
+        Build, then swap. The build embeds every text into the embedding cache under
+        the new model, batch by batch, touching no live vector: searches keep using
+        the old model's vectors, all consistent (a killed build keeps what it cached,
+        so running it again resumes). The swap then writes every new vector and
+        records the new model in one transaction: a reader sees all old vectors or
+        all new ones, never a mix whose scores would be nonsense. Memories added
+        during the build are embedded inside the swap. A process whose model is not
+        the store's searches by keyword until it runs the store's model (see
+        :meth:`vectors_match`), so no search fails at any point.
+        """
         everything = Filters(states=[])
         total = self.store.count(everything)
         done = 0
-        batch: builtins.list[MemoryRecord] = []
+        batch: builtins.list[str] = []
         for record in self.store.iter_all(everything):
-            batch.append(record)
+            batch.append(record.index_text)
             if len(batch) == 256:
-                done += self._reembed(batch)
+                self.embed_texts(batch)  # into the cache only
+                done += len(batch)
                 batch = []
                 if progress:
                     progress(done, total)
-        done += self._reembed(batch)
+        self.embed_texts(batch)
         if progress:
-            progress(done, total)
-        self.store.set_meta("embed_model", self.embedder.name)
-        self.store.set_meta("embed_dim", str(self.embedder.dim))
-        return done
+            progress(done + len(batch), total)
+        with self.store.atomic():
+            swapped = 0
+            records: builtins.list[MemoryRecord] = []
+            for record in self.store.iter_all(everything):
+                records.append(record)
+                if len(records) == 512:
+                    swapped += self._swap_vectors(records)
+                    records = []
+            swapped += self._swap_vectors(records)
+            self.store.set_meta("embed_model", self.embedder.name)
+            self.store.set_meta("embed_dim", str(self.embedder.dim))
+        if progress:
+            progress(swapped, swapped)
+        return swapped
 
-    def _reembed(self, records: builtins.list[MemoryRecord]) -> int:
+    def _swap_vectors(self, records: builtins.list[MemoryRecord]) -> int:
         if not records:
             return 0
-        vectors = self.embed_texts([r.index_text for r in records])
-        with self.store.atomic():
-            for record, vector in zip(records, vectors, strict=True):
-                record.embedding = vector
-                self.store.update(
-                    record,
-                    event=Event.UPDATE,
-                    actor="reindex",
-                    reason=f"re-embedded with {self.embedder.name}",
-                )
+        vectors = self.embed_texts([r.index_text for r in records])  # cached by the build
+        for record, vector in zip(records, vectors, strict=True):
+            record.embedding = vector
+            self.store.update(
+                record,
+                event=Event.UPDATE,
+                actor="reindex",
+                reason=f"re-embedded with {self.embedder.name}",
+            )
         return len(records)
+
+    def vectors_match(self) -> bool:
+        """Whether the store's vectors were made by this Memory's model.
+
+        Not so in a process started with a new model before its rebuild has
+        swapped, nor in one still running the old model after the swap. Searches
+        there use keywords only instead of comparing vectors of two models.
+        """
+        return self.store.get_meta("embed_model") in (None, self.embedder.name)
 
 
 def _input_texts(
