@@ -30,6 +30,7 @@ def register(app: typer.Typer) -> None:
         import anyio
 
         from memoryd.core import Memory
+        from memoryd.mcp.scope import configured_scope
         from memoryd.mcp.server import stdio_server
 
         settings = Settings()
@@ -38,6 +39,7 @@ def register(app: typer.Typer) -> None:
         if agent:
             settings.mcp.agent_id = agent
         try:
+            configured_scope(settings)  # a bad scope fails before the model loads
             memory = Memory(settings)
         except MemorydError as exc:
             _fail(exc)
