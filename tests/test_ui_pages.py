@@ -346,9 +346,20 @@ def test_search_page_shows_hits_with_score_parts(
     assert 'data-part="vector"' in r.text and 'data-part="keyword"' in r.text
     assert "allergic to peanuts" not in scoped.text
     assert "MEMORY.md#L3-L4" in chunk.text and chunk.text.count('data-testid="hit"') == 1
-    # with no minimum, recency alone ranks every memory; a minimum keeps the relevant ones
-    assert everything.text.count('data-testid="hit"') == 26
-    assert 1 <= relevant.text.count('data-testid="hit"') < 10 and "ArgoCD" in relevant.text
+    # with no minimum, recency alone ranks weak matches too; a minimum keeps the relevant ones
+    kept = _relevances(relevant.text)
+    assert 1 <= len(kept) < len(_relevances(everything.text)) and "ArgoCD" in relevant.text
+    assert min(kept) >= 0.3 and min(_relevances(everything.text)) < 0.3
+
+
+def _relevances(html: str) -> list[float]:
+    """The relevance part of every hit on a search page."""
+    marker = 'data-part="relevance"'
+    values = []
+    for chunk in html.split(marker)[1:]:
+        value = chunk.split('class="part-value">', 1)[1].split("<", 1)[0]
+        values.append(float(value))
+    return values
 
 
 def test_browse_pages_and_filters(memory: Memory, seeded: Seeded, live_server) -> None:  # type: ignore[no-untyped-def]
