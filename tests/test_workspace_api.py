@@ -114,6 +114,18 @@ def test_sessions_flush_context_index_and_status(
         assert r.status_code == 422 and r.json()["hint"]
         hits = _search(url, "we chose CoreWeave")
         assert {h["path"] for h in hits} >= {"memory/2026-03-27.md"}
+        # the service's search shows chunk hits with their citation and a snippet too
+        found = httpx.post(
+            f"{url}/memory/search",
+            json={
+                "query": "rotate to CoreWeave GPU vendor",
+                "user_id": "default",
+                "agent_id": "dev",
+            },
+        ).json()["results"]
+        chunk = next(h for h in found if h["origin"] == "chunk")
+        assert chunk["citation"].startswith("memory/2026-03-27") and "#L" in chunk["citation"]
+        assert chunk["snippet"] and chunk["snippet"] in chunk["memory"]
         ctx = httpx.get(f"{url}/v1/context", params={"agent_id": "dev", "query": "GPU vendor"})
         body = ctx.json()
         assert ctx.status_code == 200 and body["chars"] <= 20_000

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from memoryd.core import Memory
+from memoryd.embed import Embedder
 from memoryd.errors import InvalidInputError
+from memoryd.settings import Settings
 from memoryd.workspace import Workspace
 from memoryd.workspace.search import memory_search
 from memoryd.workspace.sessions import clean_slug, flush, keyword_slug, write_session_note
 from tests.conftest import FakeClock
+from tests.fake_llm import FakeLLM, Reply
 from tests.test_workspace_support import make_workspace
 
 SESSION = [
@@ -111,3 +115,24 @@ def test_diary_dates_follow_the_workspace_time_zone(
     assert flush(memory, ws, "tokyo morning").path == "memory/2026-03-28.md"
     memory.settings.workspace.timezone = "America/Los_Angeles"  # still the 27th there
     assert flush(memory, ws, "LA evening").path == "memory/2026-03-27.md"
+
+
+def test_the_llm_names_the_session_when_one_is_configured(
+    settings: Settings, embedder: Embedder, clock: FakeClock, tmp_path: Path
+) -> None:
+    settings.llm.provider = "openai"
+    with FakeLLM() as fake:
+        settings.llm.openai.base_url = fake.url
+        settings.llm.openai.timeout_s = 2.0
+        with Memory(settings, embedder=embedder, clock=clock) as mem:
+            ws = make_workspace(mem, tmp_path / "ws")
+            fake.script("Vendor Pitch\n")
+            note = write_session_note(mem, ws, SESSION)
+            assert note.path == "memory/2026-03-27-vendor-pitch.md" and note.slug_source == "llm"
+            shown = json.dumps(fake.requests[-1])
+            assert "Plan the Redis migration for Friday" in shown  # it saw the conversation
+            # the LLM failing (500 on the try and the retry) never loses the note
+            fake.script(Reply(status=500), Reply(status=500))
+            note = write_session_note(mem, ws, SESSION)
+            assert note.slug_source == "keywords" and note.path.endswith("-redis-cache.md")
+            assert (ws.root / note.path).is_file()

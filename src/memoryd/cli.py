@@ -24,8 +24,8 @@ from memoryd.core import Memory
 from memoryd.errors import MemorydError
 from memoryd.mcp.cli import register as register_mcp
 from memoryd.settings import Settings
-from memoryd.workspace.status import all_workspace_status
 from memoryd.setup_agents import register as register_setup
+from memoryd.workspace.status import all_workspace_status
 
 app = typer.Typer(
     help="memoryd: long-term memory for AI agents.",

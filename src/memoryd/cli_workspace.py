@@ -241,9 +241,7 @@ def session_end(
             items = _read_messages(transcript)
         except OSError as exc:
             raise InvalidInputError(f"cannot read {transcript}: {exc}", "check the path") from None
-        note = write_session_note(
-            mem, ws, items, session_id=session_id, limit=messages, llm=getattr(mem, "llm", None)
-        )
+        note = write_session_note(mem, ws, items, session_id=session_id, limit=messages)
     if as_json:
         _print_json(note.to_json())
         return

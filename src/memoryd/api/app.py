@@ -16,9 +16,9 @@ from starlette.concurrency import run_in_threadpool
 
 import memoryd
 from memoryd.api.routes_diary import router as diary_router
-from memoryd.api.routes_workspace import router as workspace_router
 from memoryd.api.routes_memory import router as memory_router
 from memoryd.api.routes_pipelines import router as pipelines_router
+from memoryd.api.routes_workspace import router as workspace_router
 from memoryd.api.ui import router as ui_router
 from memoryd.audit import AuditLog, AuditMiddleware
 from memoryd.core import Memory

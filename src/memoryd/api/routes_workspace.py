@@ -129,9 +129,8 @@ async def session_end(
 
     def run() -> dict[str, Any]:
         ws = _workspace(mem, p, body.agent_id)
-        llm = getattr(mem, "llm", None)  # the configured LLM names the file, when there is one
-        note = write_session_note(
-            mem, ws, body.messages, session_id=body.session_id, limit=body.limit, llm=llm
+        note = write_session_note(  # the configured LLM (if any) names the file
+            mem, ws, body.messages, session_id=body.session_id, limit=body.limit
         )
         return note.to_json()
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from memoryd.models import HistoryEntry, MemoryEvent, MemoryRecord, SearchHit, State
 from memoryd.search.tiers import memory_type
+from memoryd.workspace.search import snippet
 
 
 def _score(x: float | None) -> float | None:
@@ -65,6 +66,8 @@ def hit_out(h: SearchHit) -> dict[str, Any]:
             "citation": r.source.citation if r.source else None,
         }
     )
+    if r.source is not None:  # a chunk of a workspace file: the start of its lines
+        out["snippet"] = snippet(r.text)
     if r.state != State.ACTIVE:
         out["state"] = str(r.state)  # archived by TTL decay (include_archived searches)
     return out

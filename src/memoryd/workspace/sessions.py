@@ -19,10 +19,11 @@ import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, LimitExceededError, MemorydError
+from memoryd.llm import LLM
 from memoryd.workspace.files import append_atomic, create_exclusive
 from memoryd.workspace.indexer import index_workspace
 from memoryd.workspace.layout import Workspace, local_now
@@ -47,12 +48,6 @@ _STOPWORDS = frozenset(
     yesterday time day week month year new let's i'm it's that's don't can't i'll we'll you're
     could would should might must shall""".split()  # noqa: SIM905 (a word list reads better)
 )
-
-
-class SlugLLM(Protocol):
-    """The one method of :class:`memoryd.llm.LLM` this module needs."""
-
-    def complete(self, messages: Sequence[Any], *, json_output: bool = False) -> str: ...
 
 
 @dataclass
@@ -135,7 +130,7 @@ def keyword_slug(turns: Sequence[tuple[str, str]], words: int = 2) -> str:
     return clean_slug("-".join(best))
 
 
-def llm_slug(llm: SlugLLM, turns: Sequence[tuple[str, str]]) -> str:
+def llm_slug(llm: LLM, turns: Sequence[tuple[str, str]]) -> str:
     transcript = "\n".join(f"{role}: {text[:2000]}" for role, text in turns)[-12_000:]
     answer = llm.complete(
         [
@@ -157,9 +152,11 @@ def write_session_note(
     *,
     session_id: str | None = None,
     limit: int | None = None,
-    llm: SlugLLM | None = None,
 ) -> SessionNote:
-    """Write the end of a session to ``memory/YYYY-MM-DD-<slug>.md`` and index it."""
+    """Write the end of a session to ``memory/YYYY-MM-DD-<slug>.md`` and index it.
+
+    The slug comes from ``memory.llm`` when one is configured, else from keywords.
+    """
     n = ws.settings.session_messages if limit is None else limit
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_MESSAGES:
         raise InvalidInputError(f"limit must be 1-{MAX_MESSAGES}, got {n!r}", "the default is 15")
@@ -171,6 +168,7 @@ def write_session_note(
         )
     now = local_now(ws.settings, memory.clock)
     slug, source = "", "keywords"
+    llm = memory.llm
     if llm is not None:
         try:
             slug, source = llm_slug(llm, turns), "llm"
