@@ -39,7 +39,9 @@ from memoryd.models import (
 from memoryd.recall import RecallLog
 from memoryd.search import hybrid_candidates
 from memoryd.search.decay import blend, record_weight
+from memoryd.search.entities import boost_named
 from memoryd.search.pool import merge, pool_filters
+from memoryd.search.text import names_in
 from memoryd.search.tiers import memory_type, run_date
 from memoryd.settings import Settings
 from memoryd.store import Store, open_store
@@ -457,11 +459,15 @@ class Memory:
         actor: str | None = None,
         reason: str | None = None,
     ) -> None:
-        """Embed and insert prepared records in one transaction (used by indexers)."""
+        """Embed and insert prepared records in one transaction (used by indexers).
+
+        A record that already carries an ``embedding`` (e.g. a contextual vector from
+        :mod:`memoryd.conversation`) is stored with it as given."""
         if not records:
             return
-        vectors = self.embed_texts([r.index_text for r in records])
-        for record, vector in zip(records, vectors, strict=True):
+        todo = [r for r in records if r.embedding is None]
+        vectors = self.embed_texts([r.index_text for r in todo])
+        for record, vector in zip(todo, vectors, strict=True):
             record.embedding = vector
         self.store.add(records, actor=actor, reason=reason)
 
@@ -641,9 +647,11 @@ class Memory:
                 candidates, hybrid_candidates(self.store, query, qvec, pool, n, s, mode)
             )
         candidates = [c for c in candidates if c.parts.fused >= threshold]
+        records = {r.id: r for r in self.store.get_many([c.id for c in candidates])}
+        if s.entity_boost and mode == "hybrid":
+            candidates = boost_named(candidates, records, names_in(query), s.entity_boost)
         if not decay:
             candidates = candidates[: top_k * 2]  # room for hash duplicates, no re-ranking
-        records = {r.id: r for r in self.store.get_many([c.id for c in candidates])}
         now = self.clock()
         hits: builtins.list[SearchHit] = []
         for c in candidates:

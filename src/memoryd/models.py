@@ -114,6 +114,7 @@ class ScoreParts(BaseModel):
     keyword: float = 0.0
     fused: float = 0.0
     decay: float | None = None  # recency weight, when time decay was applied
+    entity: float | None = None  # boost for naming the memory's speaker/person
     rerank: float | None = None
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 import json
 import random
-import re
 import sqlite3
 import threading
 import time
@@ -39,6 +38,7 @@ from memoryd.models import (
     content_hash,
     utcnow,
 )
+from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
 from memoryd.store import register_store
 from memoryd.store.vectors import VectorIndex
@@ -175,11 +175,10 @@ def _pack(vector: Any) -> bytes | None:
 
 def _fts_query(text: str) -> str | None:
     """Turn free text into an FTS5 OR-query of quoted terms (no syntax injection)."""
-    terms = re.findall(r"\w+", text.lower())
-    unique = list(dict.fromkeys(t for t in terms if len(t) > 1 or t.isdigit()))
-    if not unique:
+    terms = keyword_terms(text)
+    if not terms:
         return None
-    return " OR ".join(f'"{t}"' for t in unique[:64])
+    return " OR ".join(f'"{t}"' for t in terms)
 
 
 class SQLiteStore:

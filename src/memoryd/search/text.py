@@ -1,0 +1,159 @@
+"""Query text helpers shared by every store's keyword side and by ranking.
+
+Dropping stopwords from the keyword query matters more than it looks: BM25
+scores are normalised by the best candidate, so a query like "how do we
+deploy?" would otherwise hand a full keyword score to a memory that shares
+only "we" with it. On LoCoMo (conversations 0-4) removing them lifted BM25
+evidence recall@10 from 0.54 to 0.59.
+"""
+
+from __future__ import annotations
+
+import re
+
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+    ]
+)
+
+_WORD = re.compile(r"\w+")
+_NAME = re.compile(r"\b[A-Z][\w'’-]*")
+
+
+def keyword_terms(query: str, limit: int = 64) -> list[str]:
+    """Distinct lower-case terms worth matching; stopwords go unless nothing else is left."""
+    words = [w for w in _WORD.findall(query.lower()) if len(w) > 1 or w.isdigit()]
+    terms = list(dict.fromkeys(words))
+    content = [t for t in terms if t not in STOPWORDS]
+    return (content or terms)[:limit]
+
+
+def names_in(query: str) -> set[str]:
+    """Capitalised words of the query (people, places, projects), lower-cased."""
+    return {m.group(0).rstrip("'’s").lower() for m in _NAME.finditer(query)} - STOPWORDS
