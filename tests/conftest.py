@@ -43,6 +43,8 @@ PG_MODULES = (
     "test_extract_",
     "test_pipelines_",
     "test_postgres_",
+    "test_workspace_index",  # file replacement in one transaction, two indexers
+    "test_workspace_rebuild",  # the model-change swap
 )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ import numpy as np
 from memoryd.core import Memory
 from memoryd.embed import Embedder, create_embedder
 from memoryd.settings import EmbedSettings, OnnxEmbedSettings, Settings
+from memoryd.store import Store, open_store
 from memoryd.workspace.indexer import index_workspace
 from memoryd.workspace.search import memory_search
 from tests.test_workspace_support import make_workspace
@@ -38,11 +38,13 @@ def test_model_change_rebuilds_with_no_failing_or_mixed_window(
     index_workspace(memory, ws)
     for n in range(20):
         memory.add(f"unrelated fact number {n} about kites", user_id="default", agent_id="dev")
-    db_path = settings.store_url
-    old_vectors = {
-        mid: np.frombuffer(blob, dtype=np.float32).copy()
-        for mid, blob in sqlite3.connect(db_path).execute("SELECT id, embedding FROM memories")
-    }
+
+    def all_vectors(store: Store) -> dict[str, np.ndarray]:
+        """Every stored vector, read in one statement: one consistent snapshot."""
+        records, _, _ = store.export_memories(0, 100_000)
+        return {r.id: r.embedding for r in records}
+
+    old_vectors = all_vectors(memory.store)
 
     new_settings = _new_model_settings(settings)
     new_settings.workspace.agents = dict(memory.settings.workspace.agents)
@@ -68,13 +70,13 @@ def test_model_change_rebuilds_with_no_failing_or_mixed_window(
             errors.append(exc)
 
     def watch_the_vectors() -> None:
-        reader = sqlite3.connect(db_path)
+        reader = open_store(settings.store_url, settings.store)  # its own connection
         try:
             while not stop.is_set():
-                rows = reader.execute("SELECT id, embedding FROM memories").fetchall()
+                snapshot = all_vectors(reader)
                 same = [
-                    np.allclose(np.frombuffer(b, dtype=np.float32), old_vectors[i], atol=1e-6)
-                    for i, b in rows
+                    np.allclose(v, old_vectors[i], atol=1e-6)
+                    for i, v in snapshot.items()
                     if i in old_vectors
                 ]
                 snapshots.append("old" if all(same) else "new" if not any(same) else "mixed")
@@ -119,7 +121,7 @@ def test_model_change_rebuilds_with_no_failing_or_mixed_window(
     assert top.record.source is not None and top.record.source.path == EXPECTED
     assert top.parts.vector > 0
     straggler = rebuilder.get(added_during_build[0])
-    stored = rebuilder.store.get_embedding(straggler.id)  # type: ignore[attr-defined]
+    stored = all_vectors(rebuilder.store)[straggler.id]
     assert np.allclose(stored, cls_embedder.embed([straggler.index_text])[0], atol=1e-5)
     before = cls_embedder.calls  # type: ignore[attr-defined]
     assert index_workspace(rebuilder, ws).embedded == 0  # chunks are current for the new model
