@@ -163,7 +163,8 @@ def test_decay_killed_at_random_points_ends_like_an_uninterrupted_run(
         kills = 1 if trial % 3 else 2  # every third trial is killed twice before it completes
         for k in range(kills):
             proc = _start(root, f"t{trial}k{k}")
-            time.sleep(rng.uniform(0.0, elapsed * 0.8))
+            # the first kill lands a third of the way in; the others anywhere in the run
+            time.sleep(elapsed / 3 if trial == k == 0 else rng.uniform(0.0, elapsed * 0.8))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 killed_mid_run += 1
