@@ -176,3 +176,38 @@ def test_llm_digest_uses_digest_and_task_prompts(tmp_path: Path, embedder: Embed
                 "short_term": "Billing service moved to port 8000 (clashed with Grafana)",
                 "task": "[dev] Moved billing service to port 8000",
             }
+
+
+def test_a_run_cut_short_is_finished_as_planned_even_below_the_threshold(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    """Killed after its first batch, a run leaves less than min_bytes behind: the next
+    run must still digest it, in the same batches, or the result would differ from an
+    uninterrupted run's (found by the kill test)."""
+    from memoryd.pipelines.digest import _run_batches, target_key
+    from memoryd.pipelines.registry import PipelineContext, RunResult
+    from memoryd.pipelines.sections import batches, read_from, split_sections
+
+    now = f"{DAY}T23:00:00+00:00"
+    homes = []
+    for name in ("uninterrupted", "cut"):
+        settings = pipeline_settings(tmp_path / name, digest={"max_batch_bytes": 1_000})
+        fill_diary(workspace(settings, "alpha"), DAY, 5)
+        homes.append(settings)
+    with Memory(homes[0], embedder=embedder, clock=FixedClock(now)) as mem:
+        run_pipeline(mem, "digest")
+        expected = snapshot(mem)
+    with Memory(homes[1], embedder=embedder, clock=FixedClock(now)) as mem:
+        ws = workspace(homes[1], "alpha")
+        full = read_from(ws / "memory" / f"{DAY}.md", 0)
+        sections = split_sections(full)
+        first = batches(sections, 1_000)[0]
+        assert len(full) - first.end < 500  # what is left alone would wait for more
+        ctx = PipelineContext(memory=mem, name="digest", run_id="cut", clock=mem.clock)
+        day = mem.clock().date()
+        mem.store.kv_set(target_key("alpha", day), len(full))  # the plan of the killed run
+        done = [s for s in sections if s.end <= first.end]
+        _run_batches(ctx, ctx.workspace("alpha"), day, f"memory/{DAY}.md", full, done, RunResult())
+        assert mem.store.kv_get(offset_key("alpha", day)) == first.end
+        run_pipeline(mem, "digest")
+        assert snapshot(mem) == expected

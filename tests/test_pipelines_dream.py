@@ -211,3 +211,20 @@ def test_the_readme_report_is_what_render_report_writes() -> None:
     )
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert render_report(d) in readme
+
+
+def test_digest_dream_and_rollback_on_every_store(
+    store_url: str, tmp_path: Path, embedder: Embedder, clock: FixedClock
+) -> None:
+    """The pipelines use only Memory and the Store protocol (kv, atomic, run_lock):
+    the same flow on every registered store (PostgreSQL with MEMORYD_TEST_PG=1)."""
+    settings = pipeline_settings(tmp_path / "home")
+    settings.store.url = store_url
+    with Memory(settings, embedder=embedder, clock=clock) as mem:
+        seed_week(mem, settings, clock)
+        before = {t for t in snapshot(mem) if t[5] == "active"}
+        run = run_pipeline(mem, "dream")
+        assert run.status == "ok" and run.counts["short_term_consolidated"] > 0
+        assert mem.count(Filters(short_term_only=True)) == 0
+        rollback(mem, run.run_id)
+        assert {t for t in snapshot(mem) if t[5] == "active"} == before

@@ -7,7 +7,7 @@ memoryd imported, so a trial costs a model load, not an interpreter start), wait
 until the child has opened the store and loaded the model, lets it work for a random
 (seeded) time within one uninterrupted run's duration, and kills it with SIGKILL.
 The re-run happens here, on the same files and store. 6 trials per pipeline by
-default, 20 with MEMORYD_FULL=1.
+default, 20 with MEMORYD_FULL=1; MEMORYD_KILL_SEED=N picks other kill points.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ def _kill_trials(
     with _open(timed / "home", now, embedder) as mem:
         assert snapshot(mem) == expected
 
+    seed = int(os.environ.get("MEMORYD_KILL_SEED", seed))  # to explore other kill points
     rng = random.Random(seed)
     killed_mid_run = 0
     for trial in range(TRIALS):
@@ -96,6 +97,7 @@ def _kill_trials(
                 statuses = [r.status for r in list_runs(mem, name=pipeline)]
                 assert statuses[0] == "ok" and set(statuses[1:]) <= {"interrupted"}
         shutil.rmtree(root)
+    print(f"{pipeline}: {killed_mid_run}/{TRIALS} kills mid-run, run time {duration:.1f}s")
     assert killed_mid_run >= TRIALS // 2, "most kills should land while the pipeline runs"
 
 

@@ -234,3 +234,21 @@ def test_serve_runs_the_scheduler(
             nxt = {p["name"]: p["next_run"] for p in data["pipelines"]}
             assert nxt["dream"] is not None and nxt["dream"].endswith("02:00:00+00:00")
         assert mem.store.kv_get(SINCE_KEY) is not None
+
+
+def test_schedules_are_local_to_the_configured_time_zone(mem: Memory) -> None:
+    mem.settings.pipelines.timezone = "Asia/Tokyo"  # 02:00 in Tokyo is 17:00 UTC
+    mem.settings.pipelines.disabled = ["digest", "sync", "promote", "decay", "lessons"]
+    mem.store.kv_set(SINCE_KEY, "2026-03-27T16:00:00+00:00")
+    assert missed(mem, datetime.fromisoformat("2026-03-27T16:59:00+00:00")) == []
+    assert missed(mem, datetime.fromisoformat("2026-03-27T17:01:00+00:00")) == ["dream"]
+
+
+def test_a_bad_schedule_override_is_a_named_error(mem: Memory) -> None:
+    from memoryd.errors import InvalidInputError
+
+    mem.settings.pipelines.schedules = {"dream": "61 2 * * *"}
+    mem.store.kv_set(SINCE_KEY, "2026-03-27T16:00:00+00:00")
+    with pytest.raises(InvalidInputError) as err:
+        missed(mem, datetime.fromisoformat("2026-03-28T00:00:00+00:00"))
+    assert "pipelines.schedules" in (err.value.hint or "")

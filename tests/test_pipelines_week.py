@@ -4,6 +4,7 @@ is due), and memory flows diary -> short-term -> long-term as seed 000's timelin
 
 from __future__ import annotations
 
+import shutil
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from memoryd.pipelines.runs import list_runs, run_pipeline
 from memoryd.pipelines.scheduler import SINCE_KEY, missed
 from tests.pipelines_kit import FixedClock, pipeline_settings
 
+TRANSCRIPT = (
+    Path(__file__).parent / "data" / "sessions" / "3f6c2a10-8b1e-4d2a-9c55-1e2f3a4b5c6d.jsonl"
+)
 BUILTIN = {"digest", "sync", "dream", "promote", "decay", "lessons"}
 START = datetime.fromisoformat("2026-03-16T07:30:00+00:00")
 DAYS = 10
@@ -53,6 +57,10 @@ def day_events(mem: Memory, clock: FixedClock, day: int) -> None:
     if hour == 18:
         chat(mem, "beta", "Remember that deploys happen on Thursday afternoons only.",
              "Got it: deploys only on Thursday afternoons, never on Fridays.")  # fmt: skip
+    if day == 4 and hour == 12:  # beta's session transcript: a failed tool call, then a fix
+        sessions = mem.settings.workspace.openclaw_dir / "agents" / "beta" / "sessions"
+        sessions.mkdir(parents=True)
+        shutil.copy(TRANSCRIPT, sessions / TRANSCRIPT.name)
     root = mem.settings.home / "workspaces" / "alpha"
     if day == 2 and hour == 8:
         (root / "MEMORY.md").write_text(
@@ -122,6 +130,10 @@ def test_a_week_of_two_agents(tmp_path: Path, embedder: Embedder) -> None:
             assert report.count("## Dream · ") == DAYS  # one report a night
             assert "Compression: " in report and "Removed from short-term" in report
             assert (root / "memory" / "INDEX.md").is_file()  # TTL decay regenerated it
+        lessons = (settings.home / "workspaces" / "beta" / "memory" / "lessons.md").read_text()
+        assert "**Wrong approach**" in lessons and "pip install requests" in lessons
+        shared = mem.list(filters=Filters(categories=["experience"]), limit=100)
+        assert any("externally-managed" in r.text for r in shared)
 
         memory_md = (settings.home / "workspaces" / "alpha" / "MEMORY.md").read_text()
         assert BLOCK_TITLE in memory_md

@@ -20,7 +20,10 @@ Exactly once, whenever it is killed: each pass carries an idempotency key
 derived from the batch (agent, file, byte range, content), recorded by
 ``Memory.add`` in the same transaction as its writes; the offset moves past a
 batch only after both passes. A run killed anywhere repeats at most the passes
-that did not commit, and a pass that did commit is not written twice.
+that did not commit, and a pass that did commit is not written twice. Before
+its first batch a run records where it means to stop (``digest:target:...``),
+so the run after a kill finishes those same batches even when what is left is
+under ``min_bytes``: the result is the uninterrupted run's, byte for byte.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from memoryd.models import Event, MemoryEvent, Source
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.pipelines.sections import (
     Batch,
+    Section,
     batches,
     complete_prefix,
     line_range,
@@ -44,7 +48,14 @@ from memoryd.workspace import Workspace, local_today
 
 
 def offset_key(agent: str, day: date) -> str:
+    """How far the digest has read (and committed) this diary, in bytes."""
     return f"digest:offset:{agent}:{day.isoformat()}"
+
+
+def target_key(agent: str, day: date) -> str:
+    """Where the last run that passed the thresholds meant to stop: a run killed before
+    getting there is finished by the next one exactly as planned."""
+    return f"digest:target:{agent}:{day.isoformat()}"
 
 
 @pipeline("digest", schedule="*/15 * * * *", description="new diary text -> short-term memory")
@@ -67,13 +78,17 @@ def digest_diary(ctx: PipelineContext, ws: Workspace, day: date, *, day_over: bo
         return result
     store = ctx.memory.store
     s = ctx.settings.digest
-    key = offset_key(ws.agent_id, day)
-    offset = int(store.kv_get(key) or 0)
+    offset = int(store.kv_get(offset_key(ws.agent_id, day)) or 0)
+    planned = int(store.kv_get(target_key(ws.agent_id, day)) or 0)
     full = read_from(path, 0)
     rel = ws.rel(path)
-    if len(full) < offset:
+    if len(full) < max(offset, planned):
         result.note(f"{ws.agent_id}: {rel} shrank below the digested offset; reading it again")
-        offset = 0
+        offset = planned = 0
+    if offset < planned:
+        # a run was cut short: finish exactly the batches it planned, whatever the threshold
+        _run_batches(ctx, ws, day, rel, full, split_sections(full[offset:planned], offset), result)
+        offset = planned
     if len(full) == offset:
         return result
     tz = ZoneInfo(ctx.settings.workspace.timezone)
@@ -95,7 +110,22 @@ def digest_diary(ctx: PipelineContext, ws: Workspace, day: date, *, day_over: bo
         result.count("waiting_bytes", new_bytes)
         result.note(f"{ws.agent_id}: {rel}: {new_bytes} new bytes, waiting for {s.min_bytes}")
         return result
-    for batch in batches(ready, s.max_batch_bytes):
+    if not ctx.dry_run:
+        store.kv_set(target_key(ws.agent_id, day), ready[-1].end)
+    _run_batches(ctx, ws, day, rel, full, ready, result)
+    return result
+
+
+def _run_batches(
+    ctx: PipelineContext,
+    ws: Workspace,
+    day: date,
+    rel: str,
+    full: bytes,
+    sections: list[Section],
+    result: RunResult,
+) -> None:
+    for batch in batches(sections, ctx.settings.digest.max_batch_bytes):
         if ctx.dry_run:
             result.count("batches")
             result.count("bytes", len(batch.data))
@@ -105,8 +135,7 @@ def digest_diary(ctx: PipelineContext, ws: Workspace, day: date, *, day_over: bo
             )
             continue
         _digest_batch(ctx, ws, day, rel, full, batch, result)
-        store.kv_set(key, batch.end)
-    return result
+        ctx.memory.store.kv_set(offset_key(ws.agent_id, day), batch.end)
 
 
 def _digest_batch(
