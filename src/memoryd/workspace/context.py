@@ -193,7 +193,15 @@ def _relevant(
     users = list(dict.fromkeys([user_id or owner, owner]))
     hits = []
     for uid in users:
-        hits.extend(memory.search(query, user_id=uid, agent_id=ws.agent_id, top_k=top_k * 2))
+        hits.extend(
+            memory.search(
+                query,
+                user_id=uid,
+                agent_id=ws.agent_id,
+                top_k=top_k * 2,
+                min_score=ws.settings.min_score,
+            )
+        )
     hits.sort(key=lambda h: -h.score)
     lines: list[str] = []
     seen: set[str] = set()

@@ -184,6 +184,8 @@ class Indexer:
                     if path.exists() or path.is_symlink():
                         if not self.ws.is_indexed_path(path):
                             continue
+                        if path.is_symlink() and path not in self.ws.files():
+                            continue  # an alias or a link out: a full scan skips it too
                         report.files.append(self._index_file(path, force, self._stored_state(rel)))
                     else:
                         report.files.append(self._remove(rel))
