@@ -179,7 +179,7 @@ def test_serve_with_keys_listens_on_every_interface(tmp_path: Path) -> None:
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # model load on a busy machine
         while True:
             try:
                 health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
