@@ -38,6 +38,12 @@ class LimitExceededError(InvalidInputError):
     status_code = 413
 
 
+class RateLimitedError(LimitExceededError):
+    """Too many requests for one API key in a minute (``limits.rate_limit_per_minute``)."""
+
+    status_code = 429
+
+
 class PermissionDeniedError(MemorydError):
     """The caller's key does not cover the requested scope or operation."""
 

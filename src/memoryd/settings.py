@@ -120,6 +120,10 @@ class LimitSettings(BaseModel):
     max_metadata_bytes: int = 16_384
     max_metadata_depth: int = 8
     max_id_chars: int = 128
+    # HTTP edge (memoryd.api.limits): bigger bodies get 413 before they are parsed
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    rate_limit_per_minute: int = Field(default=0, ge=0)  # per API key; 0: no rate limit
+    rate_limit_burst: int | None = Field(default=None, ge=1)  # default: one minute's worth
 
 
 class OpenAILLMSettings(BaseModel):

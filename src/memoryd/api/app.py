@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 import memoryd
+from memoryd.api.limits import LimitsMiddleware
 from memoryd.api.routes_diary import router as diary_router
 from memoryd.api.routes_memory import router as memory_router
 from memoryd.api.routes_pipelines import router as pipelines_router
@@ -46,6 +47,9 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     app.state.memory = mem
     # adds beyond this many wait for a slot instead of taking every worker thread
     app.state.add_slots = asyncio.Semaphore(max(1, mem.settings.server.max_concurrent_adds))
+    # body size and per-key rate limits (memoryd.api.limits); inside the audit middleware,
+    # so refused requests are audited too
+    app.add_middleware(LimitsMiddleware, settings=mem.settings)
     audit_log = AuditLog(mem.settings)  # one JSON line per request (memoryd.audit)
     app.add_middleware(AuditMiddleware, log=audit_log, settings=mem.settings)
 
