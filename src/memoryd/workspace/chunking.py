@@ -142,7 +142,7 @@ def chunk_markdown(lines: list[str], count_tokens: TokenCounter, plan: ChunkPlan
         if start >= end:
             continue
         costs = [count_tokens(lines[i]) for i in range(start, end)]
-        chunks.extend(_windows(lines, costs, start, end, section.headings, plan))
+        chunks.extend(_windows(lines, costs, start, end, section.headings, plan, count_tokens))
     return chunks
 
 
@@ -153,6 +153,7 @@ def _windows(
     end: int,
     headings: tuple[str, ...],
     plan: ChunkPlan,
+    count_tokens: TokenCounter,
 ) -> list[Chunk]:
     def cost(i: int) -> int:
         return costs[i - start]
@@ -161,7 +162,7 @@ def _windows(
     i = start
     while i < end:
         if cost(i) > plan.size:  # one line longer than a chunk: cut it between words
-            out.extend(_split_line(lines[i], i + 1, headings, plan, cost(i)))
+            out.extend(_split_line(lines[i], i + 1, headings, plan, cost(i), count_tokens))
             i += 1
             continue
         j, used = i, 0
@@ -187,7 +188,12 @@ def _windows(
 
 
 def _split_line(
-    line: str, number: int, headings: tuple[str, ...], plan: ChunkPlan, total: int
+    line: str,
+    number: int,
+    headings: tuple[str, ...],
+    plan: ChunkPlan,
+    total: int,
+    count_tokens: TokenCounter,
 ) -> list[Chunk]:
     words = line.split()
     if not words:
@@ -197,7 +203,29 @@ def _split_line(
     step = max(1, size - int(plan.overlap / per_word))
     out: list[Chunk] = []
     for s in range(0, len(words), step):
-        out.append(Chunk(" ".join(words[s : s + size]), number, number, headings))
+        piece = " ".join(words[s : s + size])
+        # the per-word estimate can be wrong (one 2,000-character "word"): cut what still
+        # does not fit between characters, so no chunk is longer than the model's window
+        for part in _fit(piece, plan.size, count_tokens):
+            out.append(Chunk(part, number, number, headings))
         if s + size >= len(words):
             break
+    return out
+
+
+def _fit(text: str, size: int, count_tokens: TokenCounter) -> list[str]:
+    """``text`` as is if it fits in ``size`` tokens, else the longest fitting prefixes."""
+    out: list[str] = []
+    while text and count_tokens(text) > size:
+        lo, hi = 1, len(text)  # the longest prefix that fits: binary search on characters
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if count_tokens(text[:mid]) <= size:
+                lo = mid
+            else:
+                hi = mid - 1
+        out.append(text[:lo])
+        text = text[lo:].lstrip()
+    if text.strip():
+        out.append(text)
     return out
