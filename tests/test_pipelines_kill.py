@@ -95,7 +95,8 @@ def _kill_trials(
             assert snapshot(mem) == expected, f"trial {trial} differs after a kill"
             if proc.exitcode == -signal.SIGKILL:
                 statuses = [r.status for r in list_runs(mem, name=pipeline)]
-                assert statuses[0] == "ok" and set(statuses[1:]) <= {"interrupted"}
+                # the killed run is marked interrupted (or was already done when killed)
+                assert statuses[0] == "ok" and set(statuses[1:]) <= {"interrupted", "ok"}
         shutil.rmtree(root)
     print(f"{pipeline}: {killed_mid_run}/{TRIALS} kills mid-run, run time {duration:.1f}s")
     assert killed_mid_run >= TRIALS // 2, "most kills should land while the pipeline runs"
