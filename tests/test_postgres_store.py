@@ -172,6 +172,20 @@ def test_keyword_search_stems_and_ignores_stop_words(pg: PostgresStore) -> None:
     assert pg.keyword_search("libraries", Filters(), 5)[0] == ("d1", 1.0)
 
 
+def test_rare_words_outweigh_common_ones_once_analyzed(pg: PostgresStore) -> None:
+    def note(n: int, text: str) -> MemoryRecord:
+        r = MemoryRecord(id=f"k{n}", text=text, user_id="a")
+        r.embedding = np.ones(4, dtype=np.float32) / 2
+        return r
+
+    common = [note(n, f"weekly meeting notes number {n}") for n in range(200)]
+    with pg.bulk_load():  # ends with ANALYZE: the planner's word frequencies
+        pg.add([*common, note(999, "the Zanzibar offsite")])
+    hits = dict(pg.keyword_search("meeting in zanzibar", Filters(), 300))
+    assert max(hits, key=hits.__getitem__) == "k999" and hits["k999"] == 1.0
+    assert max(s for i, s in hits.items() if i != "k999") < 0.3  # "meeting" is everywhere
+
+
 def test_schemas_keep_two_stores_apart_in_one_database(pg_db: str) -> None:
     one = open_store(pg_db)
     two = open_store(pg_db, StoreSettings(postgres={"db_schema": "team_b"}))

@@ -7,11 +7,12 @@
   ``embedding::vector(dim)`` (``halfvec`` above 2000 dimensions, pgvector's
   limit), created on first write; queries use the same expression, so a model
   change (``memoryd reindex``) never needs an ALTER TABLE.
-* Keyword side: a ``tsvector`` (``english`` config, Snowball stemming) with a
-  GIN index, ranked by ``ts_rank_cd`` and divided by the best hit, so scores are
-  in [0, 1] like SQLite's BM25. Documents and queries are both cut into ``\\w+``
-  words in Python first, so they tokenise the same way on every server and no
-  query syntax ever reaches PostgreSQL.
+* Keyword side: a ``tsvector`` (``english`` config, Snowball stemming, stop
+  words) with a GIN index, ranked by each word's ``ts_rank_cd`` weighted by its
+  inverse document frequency (BM25's idea, from the planner's statistics) and
+  divided by the best hit, so scores are in [0, 1] like SQLite's BM25. Documents
+  and queries are both cut into ``\\w+`` words in Python first, so they tokenise
+  the same way on every server and no query syntax ever reaches PostgreSQL.
 * A psycopg pool; ``atomic()`` pins one connection to the calling thread and
   nests with savepoints. Several processes share the database safely; a
   pipeline takes ``run_lock``, a session-level advisory lock, so exactly one
@@ -101,14 +102,13 @@ def _search_text(text: str) -> str:
     return " ".join(_WORD.findall(text))
 
 
-def _tsquery(text: str) -> str | None:
-    """Free text as an OR of quoted lexemes for ``to_tsquery`` (no syntax injection:
-    ``\\w`` never matches a quote or a backslash, the only specials inside quotes)."""
-    terms = _WORD.findall(text.lower())
-    unique = list(dict.fromkeys(t for t in terms if len(t) > 1 or t.isdigit()))
-    if not unique:
-        return None
-    return " | ".join(f"'{t}'" for t in unique[:64])
+def _query_text(text: str) -> str:
+    """The query's words as plain text for ``to_tsvector`` (which stems them and drops
+    stop words): the same ``\\w+`` cut as documents, at most 64 distinct words, and
+    single letters dropped as on SQLite. Nothing here is ever parsed as query syntax."""
+    words = _WORD.findall(text.lower())
+    unique = list(dict.fromkeys(w for w in words if len(w) > 1 or w.isdigit()))
+    return " ".join(unique[:64])
 
 
 def _aware(dt: datetime | None) -> datetime | None:
@@ -471,6 +471,7 @@ class PostgresStore:
                     continue
                 with conn.transaction():
                     self._ensure_index(conn, dim)
+            conn.execute(f"ANALYZE {self.t_memories}")  # word frequencies for keyword_search
 
     # -- small state ----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -903,17 +904,48 @@ class PostgresStore:
     def keyword_search(
         self, query: str, filters: Filters, limit: int
     ) -> builtins.list[tuple[str, float]]:
-        tsquery = _tsquery(query)
-        if tsquery is None or limit <= 0:
+        """Full-text candidates ranked like BM25: each query word's ``ts_rank_cd``
+        weighted by its inverse document frequency, the best hit scaled to 1.
+
+        ``ts_rank_cd`` alone weighs every word the same, so a word in half the
+        memories counts as much as a rare name. The document frequencies come from
+        the planner's statistics (``pg_stats.most_common_elems`` of the tsvector,
+        kept by ANALYZE/autovacuum): free to read, approximate, and enough to tell
+        common from rare. A word missing from them is rarer than every listed one
+        and gets half the smallest listed frequency, as PostgreSQL's own selectivity
+        estimate does; with no statistics yet, every word weighs 1.
+        """
+        text = _query_text(query)
+        if not text or limit <= 0:
             return []
         where, params = self._where(filters)
         extra = where.replace("WHERE", "AND", 1)
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT id, ts_rank_cd(tsv, q, 1) AS s"
-                f" FROM {self.t_memories}, to_tsquery('english', %s) AS q"
-                f" WHERE tsv @@ q {extra} ORDER BY s DESC, seq LIMIT %s",
-                (tsquery, *params, limit),
+                f"""WITH terms AS (
+                    SELECT DISTINCT t.lexeme FROM unnest(to_tsvector('english', %s)) AS t
+                ), st AS (
+                    SELECT s.most_common_elems::text::text[] AS elems,
+                           s.most_common_elem_freqs AS freqs, greatest(c.reltuples, 1) AS n
+                    FROM pg_stats s, pg_class c
+                    WHERE s.schemaname = %s AND s.tablename = 'memories' AND s.attname = 'tsv'
+                      AND c.oid = %s::regclass
+                ), w AS (
+                    SELECT quote_literal(terms.lexeme)::tsquery AS tq, coalesce((
+                        SELECT ln(1 + (st.n - x.f * st.n + 0.5) / (x.f * st.n + 0.5))
+                        FROM st, LATERAL (SELECT coalesce(
+                            st.freqs[array_position(st.elems, terms.lexeme)],
+                            st.freqs[array_length(st.elems, 1) + 1] / 2) AS f) AS x
+                    ), 1.0) AS idf
+                    FROM terms
+                ), q AS (
+                    SELECT string_agg(w.tq::text, ' | ')::tsquery AS q FROM w
+                )
+                SELECT m.id, (SELECT sum(w.idf * ts_rank_cd(m.tsv, w.tq, 1)) FROM w) AS s
+                FROM {self.t_memories} m, q
+                WHERE m.tsv @@ q.q {extra}
+                ORDER BY s DESC, m.seq LIMIT %s""",
+                (text, self._schema, self.t_memories, *params, limit),
             ).fetchall()
         if not rows:
             return []
