@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import time
@@ -323,3 +324,37 @@ def test_a_crashed_holder_releases_the_lock(store: Store, store_url: str) -> Non
                 break
         assert time.monotonic() < deadline, "the dead holder's lock was never released"
         time.sleep(0.05)
+
+
+# -- several writers: read-modify-write inside atomic() is never lost ----------------------
+
+
+def test_read_modify_write_in_atomic_is_never_lost(store: Store, store_url: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memoryd.store import open_store
+
+    store.add([rec(1, "version 0")])
+    handles = [store, open_store(store_url)]  # two connections: two servers in miniature
+
+    def work(n: int) -> None:
+        s = handles[n % 2]
+        for _ in range(15):
+            with s.atomic():  # a run list, an offset: what pipelines keep in kv
+                s.kv_set("runs", [*(s.kv_get("runs") or []), n])
+            with s.atomic():
+                r = s.get("m1")
+                assert r is not None
+                s.update(r.model_copy(update={"text": f"{r.text} +{n}"}))
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(work, range(4)))
+    finally:
+        handles[1].close()
+    assert sorted(store.kv_get("runs")) == sorted([0, 1, 2, 3] * 15)
+    history = store.history("m1")
+    assert len(history) == 1 + 60
+    for before, after in itertools.pairwise(history):
+        assert after.old_text == before.new_text  # each change saw the one before it
+    assert store.get("m1").text.count("+") == 60  # type: ignore[union-attr]

@@ -488,7 +488,16 @@ class PostgresStore:
             )
 
     def kv_get(self, key: str) -> Any:
+        """Inside ``atomic()`` the key stays locked until the transaction ends, so a
+        read-modify-write of one key (a run list, an offset) is never lost to another
+        server doing the same: SQLite gets this from its single writer, PostgreSQL's
+        READ COMMITTED needs the lock. A key that does not exist yet is locked too."""
         with self._read() as conn:
+            if getattr(self._local, "conn", None) is conn:
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"memoryd:kv:{self._schema}:{key}",),
+                )  # before the read: the read's snapshot must include the holder's commit
             row = conn.execute(f"SELECT value FROM {self.t_kv} WHERE key = %s", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
@@ -687,10 +696,22 @@ class PostgresStore:
             )
 
     def get(self, memory_id: str) -> MemoryRecord | None:
+        """Inside ``atomic()`` the row stays locked until the transaction ends (see
+        ``_get_locked``), so get-then-update is safe with other servers writing."""
         with self._read() as conn:
+            if getattr(self._local, "conn", None) is conn:
+                return self._get_locked(conn, memory_id)
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM {self.t_memories} WHERE id = %s", (memory_id,)
             ).fetchone()
+        return self._row_to_record(row) if row else None
+
+    def _get_locked(self, conn: psycopg.Connection[Any], memory_id: str) -> MemoryRecord | None:
+        """The row as it is now, locked until the transaction ends: two servers
+        changing one memory take turns, and each history entry's old text is right."""
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM {self.t_memories} WHERE id = %s FOR UPDATE", (memory_id,)
+        ).fetchone()
         return self._row_to_record(row) if row else None
 
     def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
@@ -730,7 +751,7 @@ class PostgresStore:
         reason: str | None = None,
     ) -> MemoryRecord:
         with self._write() as conn:
-            old = self.get(record.id)
+            old = self._get_locked(conn, record.id)
             if old is None:
                 raise NotFoundError(f"no memory with id {record.id}", "check the id with list")
             record.hash = content_hash(record.text)
@@ -769,7 +790,7 @@ class PostgresStore:
         reason: str | None = None,
     ) -> MemoryRecord:
         with self._write() as conn:
-            old = self.get(memory_id)
+            old = self._get_locked(conn, memory_id)
             if old is None:
                 raise NotFoundError(f"no memory with id {memory_id}", "check the id with list")
             conn.execute(
