@@ -1,5 +1,6 @@
 """Two ``memoryd serve`` processes on one PostgreSQL database: each serves reads
-and writes, and each sees what the other wrote at once."""
+and writes, each sees what the other wrote at once, and a pipeline that is due
+runs on exactly one of them (the other's attempt finds the run lock taken)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
+from memoryd.pipelines.registry import all_specs
+from memoryd.pipelines.runs import RUNS_KEY
+from memoryd.pipelines.scheduler import SINCE_KEY
+from memoryd.store import open_store
 from tests import pgserver
 from tests.conftest import free_port
 
@@ -26,6 +32,7 @@ class Server:
     """``memoryd serve`` in a subprocess on a free port."""
 
     def __init__(self, name: str, store_url: str, tmp_path: Path) -> None:
+        self.store_url = store_url
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / f"{name}.log"
@@ -89,6 +96,11 @@ class Server:
 @pytest.fixture
 def servers(pg_url: str, tmp_path: Path) -> Iterator[tuple[Server, Server]]:
     db = pgserver.fresh_database(pg_url)
+    store = open_store(db)
+    try:  # as if the servers had been down for three days: every pipeline is due
+        store.kv_set(SINCE_KEY, (datetime.now(UTC) - timedelta(days=3)).isoformat())
+    finally:
+        store.close()
     a = Server("a", db, tmp_path)
     b = Server("b", db, tmp_path)  # both start at once: migrations must not collide
     try:
@@ -99,6 +111,14 @@ def servers(pg_url: str, tmp_path: Path) -> Iterator[tuple[Server, Server]]:
         a.stop()
         b.stop()
         pgserver.drop_database(db)
+
+
+def _runs(store_url: str) -> list[dict[str, object]]:
+    store = open_store(store_url)
+    try:
+        return list(store.kv_get(RUNS_KEY) or [])
+    finally:
+        store.close()
 
 
 def test_two_servers_share_one_database(servers: tuple[Server, Server]) -> None:
@@ -132,3 +152,21 @@ def test_two_servers_share_one_database(servers: tuple[Server, Server]) -> None:
             f"{server.url}/memory/list", params={"user_id": "bob", "limit": 100}, timeout=30
         ).json()
         assert len(listed["results"]) == 24
+
+
+def test_a_due_pipeline_runs_once_across_both_servers(servers: tuple[Server, Server]) -> None:
+    a, _ = servers
+    names = {spec.name for spec in all_specs()}
+    deadline = time.monotonic() + 60
+    while True:  # both schedulers catch up at start; wait until every attempt has ended
+        runs = [r for r in _runs(a.store_url) if r.get("trigger") == "catch-up"]
+        settled = {str(r["name"]) for r in runs if r["status"] != "running"}
+        if settled >= names and all(r["status"] != "running" for r in runs):
+            break
+        assert time.monotonic() < deadline, f"catch-up runs did not finish: {runs}"
+        time.sleep(0.2)
+    time.sleep(2)  # a slower server's scheduler may still be starting its attempts
+    runs = [r for r in _runs(a.store_url) if r.get("trigger") == "catch-up"]
+    for name in names:
+        ran = [r for r in runs if r["name"] == name and r["status"] != "skipped"]
+        assert len(ran) == 1, f"{name} ran {len(ran)} times: {ran}"
