@@ -222,3 +222,14 @@ def test_deeply_nested_json_is_4xx(api: httpx.Client, memory: Memory, depth: int
             assert r.status_code in expected, (depth, shape, r.status_code, r.text[:300])
     assert _totals(memory)["memories"] == 0
     assert api.get("/health").status_code == 200
+
+
+def test_edge_values_found_by_fuzzing_are_4xx_or_served(api: httpx.Client) -> None:
+    """Regressions: each of these was a 500 before it was fixed at the edge."""
+    assert api.get("/memory/list", params={"offset": 2**63}).status_code == 422  # SQLite int64
+    assert api.get("/memory/list", params={"offset": 10**30}).status_code == 422
+    naive_year_one = {"created_before": "0001-01-01T00:00:00"}  # naive: read as UTC now
+    r = api.post("/memory/search", json={"query": "q", "user_id": "u", "filters": naive_year_one})
+    assert r.status_code == 200, r.text
+    for page in ("/ui/memories", "/ui/search"):  # the day after 9999-12-31 overflowed
+        assert api.get(page, params={"until": "9999-12-31", "q": "x"}).status_code == 200

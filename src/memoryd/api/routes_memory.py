@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Depends, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from memoryd import audit
@@ -55,6 +55,12 @@ class FilterSpec(BaseModel):
     created_after: datetime | None = None
     created_before: datetime | None = None
     source_path: str | None = None
+
+    @field_validator("created_after", "created_before")
+    @classmethod
+    def _naive_is_utc(cls, v: datetime | None) -> datetime | None:
+        # a naive time would be read as local time, which overflows near year 1
+        return v.replace(tzinfo=UTC) if v is not None and v.tzinfo is None else v
 
 
 class AddRequest(BaseModel):
@@ -338,7 +344,7 @@ async def memory_list(
     origin: str | None = None,
     memory_type: Literal["long_term", "short_term", "shared"] | None = None,
     limit: int = Query(100, ge=1, le=10_000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=2**62),  # SQLite integers are 64-bit
     p: Principal = Depends(principal),
 ) -> dict[str, Any]:
     """Memories in a scope, newest first, with the total for paging."""

@@ -250,6 +250,8 @@ def _day(value: str, name: str, *, next_day: bool = False) -> datetime | None:
             f"{name} date {value!r} is not a date", "use the date picker or YYYY-MM-DD"
         ) from None
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    if next_day and day == date.max:
+        return None  # "until 9999-12-31" is no upper bound (and the day after overflows)
     return start + timedelta(days=1) if next_day else start
 
 
