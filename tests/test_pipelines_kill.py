@@ -83,7 +83,9 @@ def _kill_trials(
         root = tmp_path / f"trial{trial}"
         shutil.copytree(template, root)
         proc, _ = _child(root / "home", pipeline, now)
-        time.sleep(rng.uniform(0, duration))
+        # within the first 70% of an undisturbed run: a load spike during the timed run
+        # must not make most kills land after the child is done
+        time.sleep(rng.uniform(0, 0.7 * duration))
         with contextlib.suppress(ProcessLookupError):  # finished first: tests nothing
             os.kill(proc.pid, signal.SIGKILL)
         proc.join(60)
