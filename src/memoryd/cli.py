@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from memoryd.cli_backup import register as register_backup
 from memoryd.cli_memory import register as register_memory
 from memoryd.cli_pipelines import register as register_pipelines
 from memoryd.cli_store import register as register_store_commands
@@ -129,6 +130,7 @@ register_mcp(app)
 register_setup(app)
 register_store_commands(app)
 register_pipelines(app)  # run, pipelines, dream rollback
+register_backup(app)  # backup, restore-backup, export, import
 
 
 register_workspace(app)
