@@ -66,25 +66,19 @@ _COLUMNS = (
 _WORD = re.compile(r"\w+")
 
 
-def _import_psycopg() -> tuple[Any, Any, Any]:
-    """psycopg, psycopg_pool and pgvector's psycopg adapter, or a clear error."""
+def _import_psycopg() -> tuple[Any, Any, Any, type[Exception]]:
+    """psycopg, the pool class, pgvector's adapter and PoolTimeout, or a clear error."""
     try:
         import psycopg
         from pgvector.psycopg import register_vector
-        from psycopg_pool import ConnectionPool
+        from psycopg_pool import ConnectionPool, PoolTimeout
     except ImportError as exc:
         raise DependencyMissingError(
             f"the PostgreSQL store needs psycopg, psycopg-pool and pgvector ({exc.name} is "
             "missing)",
             _INSTALL_HINT,
         ) from exc
-    return psycopg, ConnectionPool, register_vector
-
-
-def _import_pool_timeout() -> type[Exception]:
-    from psycopg_pool import PoolTimeout
-
-    return PoolTimeout
+    return psycopg, ConnectionPool, register_vector, PoolTimeout
 
 
 def redact(url: str) -> str:
@@ -152,8 +146,7 @@ def _vector_sql(dim: int) -> tuple[str, str]:
 class PostgresStore:
     def __init__(self, url: str, settings: StoreSettings | None = None) -> None:
         settings = settings or StoreSettings()
-        self._psycopg, pool_class, self._register_vector = _import_psycopg()
-        self._pool_timeout = _import_pool_timeout()
+        self._psycopg, pool_class, self._register_vector, self._pool_timeout = _import_psycopg()
         self.settings: PostgresStoreSettings = settings.postgres
         self._dsn = "postgresql://" + url.split("://", 1)[1]  # postgres:// is an alias
         self.url = redact(self._dsn)
