@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memoryd import backup as bk
 from memoryd.errors import InvalidInputError, MemorydError
@@ -36,9 +37,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _fail(exc: MemorydError) -> typer.Exit:
-    _err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+    _err.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False)
     if exc.hint:
-        _err.print(f"[yellow]hint:[/yellow] {exc.hint}", highlight=False)
+        _err.print(f"[yellow]hint:[/yellow] {escape(exc.hint)}", highlight=False)
     return typer.Exit(code=2)
 
 
