@@ -79,12 +79,17 @@ def run_pipeline(
     run_id: str | None = None,
     trigger: str = "manual",
     options: dict[str, Any] | None = None,
+    due_at: datetime | None = None,
 ) -> RunRecord:
     """Run pipeline ``name`` once under its lock and record the run.
 
     Returns the record (``status`` says how it went; ``skipped`` when another
     process holds the lock). An exception from the pipeline is recorded and
     raised again.
+
+    ``due_at`` is the scheduled slot a scheduler run is for: when another process
+    already started a real run of ``name`` at or after it (checked under the lock),
+    this run is ``skipped``, so a slot runs once however many servers fire it.
     """
     spec = registry.get(name)
     check_id(agent, "agent", memory.settings.limits)
@@ -108,6 +113,14 @@ def run_pipeline(
             record.error = f"another process is running {name}; this run did nothing"
             save_run(memory, record)
             log.info("%s skipped: another process holds its lock", name)
+            return record
+        last = last_started(memory).get(name)
+        if due_at is not None and last is not None and datetime.fromisoformat(last) >= due_at:
+            record.status = "skipped"
+            record.finished_at = clock().isoformat()
+            record.error = f"{name} already ran for the slot due at {due_at.isoformat()}"
+            save_run(memory, record)
+            log.info("%s skipped: another process already ran this slot", name)
             return record
         _mark_interrupted(memory, name)
         save_run(memory, record)

@@ -81,6 +81,16 @@ def missed(memory: Memory, now: datetime) -> list[str]:
     return out
 
 
+def latest_slot(memory: Memory, spec: PipelineSpec, now: datetime) -> datetime | None:
+    """The last scheduled time at or before ``now`` (within two days), or None."""
+    slot: datetime | None = None
+    fire = next_run(memory, spec, now - timedelta(days=2))
+    while fire is not None and fire <= now:
+        slot = fire
+        fire = next_run(memory, spec, fire)
+    return slot
+
+
 def _parse(value: str) -> datetime | None:
     try:
         return datetime.fromisoformat(value)
@@ -137,8 +147,9 @@ class PipelineScheduler:
         return out
 
     def _run(self, name: str, trigger: str) -> None:
+        due = latest_slot(self.memory, registry.get(name), self.clock())
         try:
-            run_pipeline(self.memory, name, trigger=trigger)
+            run_pipeline(self.memory, name, trigger=trigger, due_at=due)
         except MemorydError as exc:  # recorded in the run registry; keep the scheduler going
             log.error("pipeline %s failed: %s", name, exc)
 
