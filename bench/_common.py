@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import time
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -75,6 +76,21 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
+def _src_dirty() -> bool | None:
+    """Whether src/ has uncommitted changes (results then describe a working tree)."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--", "src"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def machine_info() -> dict[str, Any]:
     mem_total = None
     try:
@@ -94,5 +110,54 @@ def machine_info() -> dict[str, Any]:
         "onnxruntime": _version("onnxruntime"),
         "memoryd": _version("memoryd"),
         "git_commit": _git_commit(),
+        "src_dirty": _src_dirty(),
         "loadavg_start": loadavg(),
     }
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (from /proc/stat)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class CpuWatch:
+    """How much CPU other processes used while we ran: flags a noisy machine.
+
+    ``foreign_cpu_share`` is the fraction of all cores' time spent busy on
+    work that was not this process (or its waited-for children).
+    """
+
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.busy = _busy_seconds()
+        self.own = _own_seconds()
+
+    def report(self) -> dict[str, Any]:
+        wall = time.perf_counter() - self.wall
+        busy = _busy_seconds()
+        own = _own_seconds() - self.own
+        out: dict[str, Any] = {"wall_s": round(wall, 1), "own_cpu_s": round(own, 1)}
+        if busy is not None and self.busy is not None:
+            foreign = max(0.0, busy - self.busy - own)
+            out["foreign_cpu_s"] = round(foreign, 1)
+            out["foreign_cpu_share"] = round(foreign / (wall * (os.cpu_count() or 1)), 3)
+        return out
+
+
+def embed_settings(mem: Any) -> dict[str, Any]:
+    """The embedding provider and, for the local ONNX model, its runtime settings."""
+    embed = mem.settings.embed
+    out: dict[str, Any] = {"provider": embed.provider}
+    if embed.provider == "onnx":
+        out["onnx"] = embed.onnx.model_dump(mode="json")
+    return out
