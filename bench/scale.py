@@ -4,9 +4,12 @@ Synthetic memories (seeded, varied sentences of 15-30 words) are written through
 ``Memory.write_records`` in batches of 512, then 200 distinct queries are timed
 in each search mode. With ``--sqlite-vec`` the same vectors are loaded into a
 sqlite-vec ``vec0`` table (through apsw, which can load extensions) and the same
-KNN queries are timed there too. Every timed query includes embedding the query.
+KNN queries are timed there too. With ``--store postgres`` each corpus is also
+copied to PostgreSQL + pgvector and timed there side by side (``scale_pg.py``).
+Every timed query includes embedding the query.
 
     python bench/scale.py --sizes 10000,100000 --sqlite-vec --out bench/results/scale.json
+    python bench/scale.py --sizes 10000,100000 --store postgres --out bench/results/scale_pg.json
 
 Each size runs in a fresh child process so resident memory is not polluted by
 the previous size.
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ from _common import (
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin
 from memoryd.settings import Settings
+from scale_pg import LIVE_WRITES, pg_markdown, run_postgres, server, server_info
 
 BATCH = 512
 QUERIES = 200
@@ -346,7 +351,7 @@ def _lat(times: list[float]) -> dict[str, Any]:
     }
 
 
-def run_size(size: int, sqlite_vec: bool, seed: int) -> dict[str, Any]:
+def run_size(size: int, sqlite_vec: bool, seed: int, pg_url: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"size": size, "rss_start_mb": rss_mb()}
     with tempfile.TemporaryDirectory(prefix="memoryd-scale-") as tmp:
         mem = Memory(Settings(home=Path(tmp)))
@@ -432,6 +437,11 @@ def run_size(size: int, sqlite_vec: bool, seed: int) -> dict[str, Any]:
         if sqlite_vec:
             out["sqlite_vec"] = run_sqlite_vec(
                 db, Path(tmp), dim, mem, queries, warm, ours, index_knn
+            )
+        if pg_url:  # last: it adds LIVE_WRITES memories to this store
+            live = [t for _, chunk in batches(LIVE_WRITES, LIVE_WRITES, seed + 2) for t in chunk]
+            out["postgres"] = run_postgres(
+                mem, pg_url, user=USER, top_k=TOP_K, warm=warm, queries=queries, live_texts=live
             )
         mem.close()
     return out
@@ -557,19 +567,39 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="also time the same KNN queries in a sqlite-vec vec0 table",
     )
+    p.add_argument(
+        "--store",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="postgres: also copy each corpus to PostgreSQL + pgvector and time it side by side",
+    )
+    p.add_argument("--pg-url", help="PostgreSQL to use (default: a throwaway server)")
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     p.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     if args.worker:
-        result = run_size(args.worker, args.sqlite_vec, args.seed)
+        result = run_size(args.worker, args.sqlite_vec, args.seed, args.pg_url)
         Path(args.worker_out).write_text(json.dumps(result))
         return
 
     info = machine_info()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     results: dict[str, Any] = {"sizes": []}
+    with ExitStack() as stack:
+        pg_url = None
+        if args.store == "postgres":
+            pg_url = stack.enter_context(server(args.pg_url, tempfile.mkdtemp(prefix="pg-")))
+            info["postgres"] = server_info(pg_url)
+        _run_sizes(args, sizes, pg_url, results)
+    info["loadavg_end"] = loadavg()
+    _finish(args, info, results)
+
+
+def _run_sizes(
+    args: argparse.Namespace, sizes: list[int], pg_url: str | None, results: dict[str, Any]
+) -> None:
     for size in sizes:
         print(f"size {size}", file=sys.stderr, flush=True)
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
@@ -585,9 +615,13 @@ def main(argv: list[str] | None = None) -> None:
             ]
             if args.sqlite_vec:
                 cmd.append("--sqlite-vec")
+            if pg_url:
+                cmd += ["--pg-url", pg_url]
             subprocess.run(cmd, check=True)
             results["sizes"].append(json.loads(Path(f.name).read_text()))
-    info["loadavg_end"] = loadavg()
+
+
+def _finish(args: argparse.Namespace, info: dict[str, Any], results: dict[str, Any]) -> None:
     for key in ("embed_model", "embed_dim", "search_settings", "embed_settings"):
         info[key] = results["sizes"][0].pop(key, None) if results["sizes"] else None
         for r in results["sizes"]:
@@ -604,6 +638,8 @@ def main(argv: list[str] | None = None) -> None:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(markdown(results))
+    if any("postgres" in r for r in results["sizes"]):
+        print("\n" + pg_markdown(results["sizes"]))
 
 
 if __name__ == "__main__":
