@@ -315,3 +315,19 @@ def test_a_server_that_goes_away_is_a_store_error(tmp_path: object) -> None:
         store.close()
     finally:
         stop()
+
+
+def test_named_migrations_apply_once_and_catch_up_old_databases(pg_db: str) -> None:
+    open_store(pg_db).close()
+    with psycopg.connect(pg_db, autocommit=True) as conn:  # as a database from older code
+        conn.execute("DELETE FROM memoryd.migrations WHERE name = '002_gin_fastupdate_off'")
+        conn.execute("ALTER INDEX memoryd.memories_tsv SET (fastupdate = on)")
+    open_store(pg_db).close()
+    open_store(pg_db).close()  # and again: nothing left to do
+    with psycopg.connect(pg_db) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM memoryd.migrations ORDER BY name")]
+        options = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE oid = 'memoryd.memories_tsv'::regclass"
+        ).fetchone()
+    assert names == ["001_initial", "002_gin_fastupdate_off"]
+    assert options is not None and "fastupdate=off" in options[0]
