@@ -94,8 +94,12 @@ class Server:
         return [hit["memory"] for hit in r.json()["results"]]
 
 
-@pytest.fixture
-def servers(pg_url: str, tmp_path: Path) -> Iterator[tuple[Server, Server]]:
+@pytest.fixture(scope="module")
+def servers(
+    pg_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Server, Server]]:
+    """One pair for the module: starting two servers (two models) is the slow part."""
+    tmp_path = tmp_path_factory.mktemp("servers")
     db = pgserver.fresh_database(pg_url)
     store = open_store(db)
     try:  # as if the servers had been down for three days: every pipeline is due
