@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 from importlib import metadata
@@ -161,3 +163,26 @@ def embed_settings(mem: Any) -> dict[str, Any]:
     if embed.provider == "onnx":
         out["onnx"] = embed.onnx.model_dump(mode="json")
     return out
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so ``finally`` blocks and temporary directories
+    are cleaned up (a killed 100k run otherwise leaves its ~700 MB store in /tmp)."""
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+
+
+def run_child(cmd: list[str]) -> None:
+    """``subprocess.run(cmd, check=True)``, but a stopped parent stops the child with
+    SIGTERM (which it turns into a clean exit) instead of leaving it or killing it."""
+    proc = subprocess.Popen(cmd)
+    try:
+        code = proc.wait()
+    except BaseException:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
+    if code:
+        raise subprocess.CalledProcessError(code, cmd)

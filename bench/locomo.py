@@ -1,9 +1,11 @@
 """LoCoMo retrieval benchmark: is the evidence turn in the top k?
 
 Every dialogue turn of the LoCoMo conversations becomes one memory (scoped by
-``user_id=conv{idx}``); every question is searched in bm25 (keyword), vector
-and hybrid mode, and the ranked turns are scored against the question's
-evidence turns. No LLM is involved: this measures retrieval only.
+``user_id=conv{idx}``); every question is searched in each mode of ``--modes``
+(bm25, vector, hybrid without and with the entity boost, and hybrid over
+contextually indexed turns; see ``MODES``), and the ranked turns are scored
+against the question's evidence turns. No LLM is involved: this measures
+retrieval only.
 
     python bench/locomo.py --out bench/results/locomo.json
 
@@ -27,7 +29,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _common import REPO_ROOT, CpuWatch, embed_settings, loadavg, machine_info, percentile_ms
+from _common import (
+    REPO_ROOT,
+    CpuWatch,
+    embed_settings,
+    exit_on_sigterm,
+    loadavg,
+    machine_info,
+    percentile_ms,
+)
 from memoryd.conversation import Turn, turn_records
 from memoryd.core import Memory
 from memoryd.models import MemoryRecord, Origin
@@ -518,6 +528,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--top-k", type=int, default=TOP_K)
     p.add_argument("--batch", type=int, default=BATCH, help="records per write_records call")
     args = p.parse_args(argv)
+    exit_on_sigterm()
     if args.top_k < 25:
         p.error("--top-k must be at least 25 (recall@25 is reported)")
     results = run(args)

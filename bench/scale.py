@@ -22,7 +22,6 @@ import json
 import random
 import re
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,11 +35,13 @@ import numpy as np
 from _common import (
     CpuWatch,
     embed_settings,
+    exit_on_sigterm,
     loadavg,
     machine_info,
     percentile_ms,
     proc_status_kb,
     rss_mb,
+    run_child,
 )
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin
@@ -578,6 +579,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     p.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    exit_on_sigterm()
 
     if args.worker:
         result = run_size(args.worker, args.sqlite_vec, args.seed, args.pg_url)
@@ -617,7 +619,7 @@ def _run_sizes(
                 cmd.append("--sqlite-vec")
             if pg_url:
                 cmd += ["--pg-url", pg_url]
-            subprocess.run(cmd, check=True)
+            run_child(cmd)
             results["sizes"].append(json.loads(Path(f.name).read_text()))
 
 
