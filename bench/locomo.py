@@ -2,8 +2,8 @@
 
 Every dialogue turn of the LoCoMo conversations becomes one memory (scoped by
 ``user_id=conv{idx}``); every question is searched in each mode of ``--modes``
-(bm25, vector, hybrid without and with the entity boost, and hybrid over
-contextually indexed turns; see ``MODES``), and the ranked turns are scored
+(bm25, vector, the previous 0.7/0.3 hybrid, today's default hybrid, and
+the default over contextually indexed turns; see ``MODES``), and the ranked turns are scored
 against the question's evidence turns. No LLM is involved: this measures
 retrieval only.
 
@@ -51,16 +51,18 @@ DEFAULT_DATA = REPO_ROOT.parent / "shared/data/locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
 SPLITS = {"tune": range(0, 5), "heldout": range(5, 10)}
-# mode -> (search mode, ingest, entity boost on).  "hybrid-prev" is the foundation's
-# hybrid (no entity boost); "contextual" is the default since issue 11: turns indexed
-# with the previous turn (memoryd.conversation) and searched with the entity boost.
+# mode -> (search mode, ingest, default search settings).  "hybrid-prev" is the
+# foundation's hybrid (0.7/0.3, no entity boost); "contextual" is the default since
+# issue 11: turns indexed with the previous turn (memoryd.conversation), searched with
+# the default settings (0.6/0.4 and the entity boost).
 MODES = {
-    "bm25": ("keyword", "plain", False),
-    "vector": ("vector", "plain", False),
+    "bm25": ("keyword", "plain", True),
+    "vector": ("vector", "plain", True),
     "hybrid-prev": ("hybrid", "plain", False),
     "hybrid": ("hybrid", "plain", True),
     "contextual": ("hybrid", "contextual", True),
 }
+PREVIOUS = {"vector_weight": 0.7, "keyword_weight": 0.3, "entity_boost": 0.0}
 TOP_K = 25
 BATCH = 256
 WARMUP = 10
@@ -326,12 +328,12 @@ def _run(
     excluded = [q for q in questions if not q.evidence]
     unresolved = [(q, tok) for q in questions for tok in q.unresolved]
 
-    boost = mem.settings.search.entity_boost
+    defaults = mem.settings.search.model_copy()
 
     def search(q: Question, mode: str) -> list[str]:
-        search_mode, ingest, boosted = MODES[mode]
+        search_mode, ingest, default = MODES[mode]
         target = ctx if ingest == "contextual" else mem
-        target.settings.search.entity_boost = boost if boosted else 0.0
+        target.settings.search = defaults.model_copy(update={} if default else PREVIOUS)
         hits = target.search(
             q.text,
             user_id=f"conv{q.conv}",

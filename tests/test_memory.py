@@ -27,7 +27,9 @@ def test_add_then_search_finds_it_with_score_parts(memory: Memory) -> None:
     assert hits[0].id == events[0].id
     parts = hits[0].parts
     assert 0 < parts.vector <= 1 and 0 <= parts.keyword <= 1
-    assert hits[0].original_score == pytest.approx(0.7 * parts.vector + 0.3 * parts.keyword)
+    s = memory.settings.search  # fused by the default weights (0.6 / 0.4)
+    fused = s.vector_weight * parts.vector + s.keyword_weight * parts.keyword
+    assert hits[0].original_score == pytest.approx(fused)
     # just written, so time decay's recency weight is 1.0: 0.7 * relevance + 0.3
     assert parts.decay == pytest.approx(1.0)
     assert hits[0].score == pytest.approx(0.7 * hits[0].original_score + 0.3)

@@ -15,6 +15,7 @@ def test_keyword_terms_drop_stopwords_unless_nothing_is_left() -> None:
     assert keyword_terms("How do we deploy the API?") == ["deploy", "api"]
     assert keyword_terms("who are we") == ["who", "are", "we"]
     assert names_in("What did Caroline research with Mel's help?") == {"caroline", "mel"}
+    assert names_in("Where did James's dog and Chris’ cat go?") == {"james", "chris"}
 
 
 def test_stopword_only_overlap_earns_no_keyword_score(memory: Memory) -> None:
@@ -39,7 +40,7 @@ def test_entity_boost_prefers_the_named_speakers_own_words(memory: Memory) -> No
     )
     top = memory.search("What did Caroline research?", user_id="conv", top_k=2, time_decay=False)
     assert top[0].text == "I researched adoption agencies all week."
-    assert top[0].parts.entity == pytest.approx(0.2)
+    assert top[0].parts.entity == pytest.approx(memory.settings.search.entity_boost)
     assert top[1].parts.entity is None
     memory.settings.search.entity_boost = 0.0
     plain = memory.search("What did Caroline research?", user_id="conv", top_k=2, time_decay=False)

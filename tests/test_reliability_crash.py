@@ -2,7 +2,7 @@
 random moments, plus digest and dream killed mid-run.
 
 After each kill the store must open, ``integrity_check()`` must pass (SQLite's
-own check, FTS5's, and the vector index agreeing with the rows), and every
+own check and the in-memory search index agreeing with the rows), and every
 acknowledged write (tests/crash_driver.py fsyncs an ack line after each call
 returns) must be there exactly once, in its last acknowledged state; the one
 call in flight at the kill may have landed or not, but not half.

@@ -40,6 +40,7 @@ from memoryd.recall import RecallLog
 from memoryd.search import hybrid_candidates
 from memoryd.search.decay import blend, record_weight
 from memoryd.search.entities import boost_named
+from memoryd.search.hybrid import Candidate
 from memoryd.search.pool import merge, pool_filters
 from memoryd.search.text import names_in
 from memoryd.search.tiers import memory_type, run_date
@@ -653,29 +654,38 @@ class Memory:
         if not decay:
             candidates = candidates[: top_k * 2]  # room for hash duplicates, no re-ranking
         now = self.clock()
-        hits: builtins.list[SearchHit] = []
+        ranked: builtins.list[tuple[float, float | None, float | None, Candidate]] = []
         for c in candidates:
             record = records.get(c.id)
             if record is None:
                 continue
-            parts, score, original = c.parts, c.parts.fused, None
             if decay:
-                weight = record_weight(record, now, s)
-                parts = parts.model_copy(update={"decay": weight})
-                score, original = blend(c.parts.fused, weight, s), c.parts.fused
-            hits.append(
+                recency = record_weight(record, now, s)
+                ranked.append((blend(c.parts.fused, recency, s), c.parts.fused, recency, c))
+            else:
+                ranked.append((c.parts.fused, None, None, c))
+        ranked.sort(key=lambda t: -t[0])
+        found: builtins.list[SearchHit] = []
+        seen: set[str] = set()
+        for final, original, weight, c in ranked:  # best first, each text once
+            rec = records[c.id]
+            if rec.hash in seen:
+                continue
+            seen.add(rec.hash)
+            parts = c.parts if weight is None else c.parts.model_copy(update={"decay": weight})
+            found.append(
                 SearchHit(
                     id=c.id,
-                    text=record.text,
-                    score=score,
+                    text=rec.text,
+                    score=final,
                     parts=parts,
-                    record=record,
+                    record=rec,
                     original_score=original,
-                    memory_type=memory_type(record, s.shared_categories),
+                    memory_type=memory_type(rec, s.shared_categories),
                 )
             )
-        hits.sort(key=lambda h: -h.score)
-        found = _distinct(hits)[:top_k]
+            if len(found) == top_k:
+                break
         if record_recall:
             self.recalls.record(query, found, now)
         return found
@@ -878,17 +888,6 @@ def _check_min_score(value: Any) -> float:
             "scores are normalised to [0, 1]; 0.3 to 0.5 cuts most noise",
         )
     return float(value)
-
-
-def _distinct(hits: builtins.list[SearchHit]) -> builtins.list[SearchHit]:
-    """Best first, each text once: the same fact stored by two agents is one hit."""
-    seen: set[str] = set()
-    out: builtins.list[SearchHit] = []
-    for h in hits:
-        if h.record.hash not in seen:
-            seen.add(h.record.hash)
-            out.append(h)
-    return out
 
 
 def dedup_scope(user_id: str, agent_id: str | None, run_id: str | None) -> Filters:

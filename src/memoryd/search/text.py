@@ -144,6 +144,7 @@ STOPWORDS = frozenset(
 
 _WORD = re.compile(r"\w+")
 _NAME = re.compile(r"\b[A-Z][\w'’-]*")
+_POSSESSIVE = re.compile(r"['’]s?$")  # "James's", "James'" -> "James" (not "Jame")
 
 
 def keyword_terms(query: str, limit: int = 64) -> list[str]:
@@ -156,4 +157,4 @@ def keyword_terms(query: str, limit: int = 64) -> list[str]:
 
 def names_in(query: str) -> set[str]:
     """Capitalised words of the query (people, places, projects), lower-cased."""
-    return {m.group(0).rstrip("'’s").lower() for m in _NAME.finditer(query)} - STOPWORDS
+    return {_POSSESSIVE.sub("", m.group(0)).lower() for m in _NAME.finditer(query)} - STOPWORDS

@@ -2,10 +2,11 @@
 
 * WAL mode, ``BEGIN IMMEDIATE`` writes, a busy timeout plus retry with backoff,
   so several processes can share one file without "database is locked" errors.
-* FTS5 (porter stemmer over unicode61) for BM25, kept in sync by triggers.
-* Embeddings as packed float32 BLOBs; a :class:`VectorIndex` holds them in a
-  numpy matrix. A ``changes`` table, filled by triggers in the same transaction
-  as every write, lets each process replay what others wrote before it searches.
+* Embeddings as packed float32 BLOBs. A :class:`VectorIndex` holds them in a
+  numpy matrix next to BM25 postings of each memory's ``index_text`` (see
+  ``keywords.py``: it replaced FTS5, whose ``bm25()`` took ~50 ms at 100k rows).
+  A ``changes`` table, filled by triggers in the same transaction as every
+  write, lets each process replay what others wrote before it searches.
 * Named migrations, applied in order and recorded.
 """
 
@@ -149,9 +150,32 @@ def _m002_locks(db: sqlite3.Connection) -> None:
     )
 
 
+def _m003_drop_fts(db: sqlite3.Connection) -> None:
+    """BM25 moved into the in-memory index (keywords.py): FTS5 would only cost writes."""
+    _run_script(
+        db,
+        """
+        DROP TRIGGER memories_ai;
+        DROP TRIGGER memories_ad;
+        DROP TRIGGER memories_au;
+        DROP TABLE memories_fts;
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO changes(memory_id) VALUES (new.id);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO changes(memory_id) VALUES (old.id);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+            INSERT INTO changes(memory_id) VALUES (new.id);
+        END;
+        """,
+    )
+
+
 MIGRATIONS: builtins.list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_locks", _m002_locks),
+    ("003_drop_fts", _m003_drop_fts),
 ]
 
 
@@ -171,14 +195,6 @@ def _pack(vector: Any) -> bytes | None:
     if vector is None:
         return None
     return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def _fts_query(text: str) -> str | None:
-    """Turn free text into an FTS5 OR-query of quoted terms (no syntax injection)."""
-    terms = keyword_terms(text)
-    if not terms:
-        return None
-    return " OR ".join(f'"{t}"' for t in terms)
 
 
 class SQLiteStore:
@@ -358,7 +374,8 @@ class SQLiteStore:
             event_at,
             text_hash,
         ) = row
-        return MemoryRecord(
+        # our own rows, written through validated records: skip re-validating them
+        return MemoryRecord.model_construct(
             id=mid,
             text=text,
             user_id=user_id,
@@ -367,13 +384,16 @@ class SQLiteStore:
             category=category,
             metadata=json.loads(metadata),
             origin=Origin(origin),
-            source=Source(path=spath, start_line=sstart, end_line=send) if spath else None,
+            source=Source.model_construct(path=spath, start_line=sstart, end_line=send)
+            if spath
+            else None,
             context=context,
             state=State(state),
             created_at=_dt(created),
             updated_at=_dt(updated),
             event_at=_opt_dt(event_at),
             hash=text_hash,
+            embedding=None,
         )
 
     @staticmethod
@@ -655,22 +675,17 @@ class SQLiteStore:
     def keyword_search(
         self, query: str, filters: Filters, limit: int
     ) -> builtins.list[tuple[str, float]]:
-        fts = _fts_query(query)
-        if fts is None or limit <= 0:
+        """BM25 from the in-memory postings (see keywords.py for why not FTS5's bm25())."""
+        if limit <= 0 or not keyword_terms(query):
             return []
-        where, params = self._where(filters, alias="m")
-        extra = where.replace("WHERE", "AND", 1)
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT m.id, -bm25(memories_fts) AS s FROM memories_fts"
-                " JOIN memories m ON m.rowid = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? {extra} ORDER BY bm25(memories_fts) LIMIT ?",
-                (fts, *params, limit),
-            ).fetchall()
-        if not rows:
-            return []
-        best = max(s for _, s in rows) or 1.0
-        return [(mid, max(0.0, s) / best) for mid, s in rows]
+        index = self._sync_index()
+        return index.keyword_search(query, self._mask(index, filters), limit)
+
+    def _mask(self, index: VectorIndex, filters: Filters) -> np.ndarray:
+        mask = index.mask(filters)
+        if filters.source_path is not None:
+            mask &= index.mask_ids(set(self._ids_where(filters)))
+        return mask
 
     def _sync_index(self) -> VectorIndex:
         """Bring the in-memory matrix up to date with every committed write."""
@@ -701,13 +716,33 @@ class SQLiteStore:
         index = VectorIndex(dim, capacity=max(1024, int(count * 1.25)))
         cursor = self._db.execute(
             "SELECT id, user_id, agent_id, run_id, category, origin, state, created_at,"
-            " embedding FROM memories WHERE state != 'deleted' AND embedding IS NOT NULL"
+            " embedding, index_text FROM memories WHERE state != 'deleted'"
         )
-        for row in cursor:
-            index.upsert(row[0], np.frombuffer(row[8], dtype=np.float32), self._attrs(row))
+        rows = cursor.fetchall()
+        if rows:
+            ids, users, agents, runs, cats, origins, states, created, blobs, texts = zip(
+                *rows, strict=True
+            )
+            size = 4 * dim
+            has_vec = np.fromiter(
+                (b is not None and len(b) == size for b in blobs), bool, len(rows)
+            )
+            vectors = np.zeros((len(rows), dim), dtype=np.float32)
+            if has_vec.any():
+                joined = b"".join(b for b, ok in zip(blobs, has_vec, strict=True) if ok)
+                vectors[has_vec] = np.frombuffer(joined, dtype=np.float32).reshape(-1, dim)
+            columns = {"user_id": users, "agent_id": agents, "run_id": runs, "category": cats}
+            columns |= {"origin": origins, "state": states}
+            index.load_block(ids, vectors, has_vec, columns, np.asarray(created), texts)
         self._index = index
         self._seen_seq = seq
         return index
+
+    @staticmethod
+    def _vector(blob: bytes | None, dim: int) -> np.ndarray | None:
+        if blob is None or len(blob) // 4 != dim:
+            return None
+        return np.frombuffer(blob, dtype=np.float32)
 
     @staticmethod
     def _attrs(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -730,21 +765,20 @@ class SQLiteStore:
                 r[0]: r
                 for r in self._db.execute(
                     "SELECT id, user_id, agent_id, run_id, category, origin, state, created_at,"
-                    f" embedding FROM memories WHERE id IN ({marks})",
+                    f" embedding, index_text FROM memories WHERE id IN ({marks})",
                     chunk,
                 )
             }
             for mid in chunk:
                 row = rows.get(mid)
-                if row is None or row[6] == "deleted" or row[8] is None:
+                if row is None or row[6] == "deleted":
                     self._index.remove(mid)
-                elif len(row[8]) // 4 != self._index.dim:
+                elif row[8] is not None and len(row[8]) // 4 != self._index.dim:
                     self._load_index()  # the model's dimension changed under us
                     return
                 else:
-                    self._index.upsert(
-                        mid, np.frombuffer(row[8], dtype=np.float32), self._attrs(row)
-                    )
+                    vector = self._vector(row[8], self._index.dim)
+                    self._index.upsert(mid, vector, self._attrs(row), row[9])
 
     def vector_search(
         self, vector: np.ndarray, filters: Filters, limit: int
@@ -752,12 +786,7 @@ class SQLiteStore:
         index = self._sync_index()
         if len(index) == 0 or vector.shape[-1] != index.dim:
             return []
-        if filters.source_path is not None:
-            allowed = set(self._ids_where(filters))
-            mask = np.fromiter((i in allowed for i in index.ids), dtype=bool, count=len(index))
-        else:
-            mask = index.mask(filters)
-        return index.search(vector, mask, limit)
+        return index.search(vector, self._mask(index, filters), limit)
 
     def _ids_where(self, filters: Filters) -> builtins.list[str]:
         where, params = self._where(filters)
@@ -797,7 +826,7 @@ class SQLiteStore:
     # -- bulk copy (memoryd store migrate) --------------------------------------------------------
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """Nothing to defer: FTS5 and the vector matrix are cheap to keep current."""
+        """Nothing to defer: the in-memory index is kept current change by change."""
         yield
 
     def export_memories(
@@ -918,27 +947,18 @@ class SQLiteStore:
 
     # -- maintenance ------------------------------------------------------------------------------
     def integrity_check(self) -> builtins.list[str]:
-        """Problems found (empty when healthy): SQLite, FTS and vector index agreement."""
+        """Problems found (empty when healthy): SQLite and in-memory index agreement."""
         problems: builtins.list[str] = []
         with self._lock:
             result = self._db.execute("PRAGMA integrity_check").fetchone()[0]
             if result != "ok":
                 problems.append(f"sqlite: {result}")
-            try:
-                self._db.execute(
-                    "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)"
-                )
-            except sqlite3.DatabaseError as exc:
-                problems.append(f"fts: {exc}")
             live = {
-                r[0]
-                for r in self._db.execute(
-                    "SELECT id FROM memories WHERE state != 'deleted' AND embedding IS NOT NULL"
-                )
+                r[0] for r in self._db.execute("SELECT id FROM memories WHERE state != 'deleted'")
             }
         index = self._sync_index()
-        if set(index.ids) != live:
-            problems.append(f"vector index has {len(index)} rows, store has {len(live)}")
+        if index.live_ids() != live:
+            problems.append(f"search index has {len(index)} rows, store has {len(live)}")
         return problems
 
     def prune_changes(self, keep: int = 100_000) -> None:
