@@ -718,8 +718,7 @@ class SQLiteStore:
             "SELECT id, user_id, agent_id, run_id, category, origin, state, created_at,"
             " embedding, index_text FROM memories WHERE state != 'deleted'"
         )
-        rows = cursor.fetchall()
-        if rows:
+        while rows := cursor.fetchmany(10_000):  # bounded: a full fetch doubles peak memory
             ids, users, agents, runs, cats, origins, states, created, blobs, texts = zip(
                 *rows, strict=True
             )

@@ -248,13 +248,11 @@ class VectorIndex:
         rows = np.flatnonzero(self._has_vec[:n])
         if rows.size < COARSE_MIN_ROWS or self.dim <= COARSE_DIMS:
             return False
-        sample = np.random.default_rng(0).choice(
-            rows, size=min(rows.size, _FIT_SAMPLE), replace=False
-        )
-        _, _, vt = np.linalg.svd(self._vecs[np.sort(sample)], full_matrices=False)
-        proj = np.ascontiguousarray(vt[:COARSE_DIMS].T, dtype=np.float32)
+        sample = self._vecs[np.sort(rng_choice(rows, _FIT_SAMPLE))].astype(np.float64)
+        _, eigvecs = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
+        proj = np.ascontiguousarray(eigvecs[:, ::-1][:, :COARSE_DIMS], dtype=np.float32)
         coarse = np.zeros((self._vecs.shape[0], COARSE_DIMS), dtype=np.float32)
-        coarse[:n] = self._vecs[:n] @ proj
+        np.matmul(self._vecs[:n], proj, out=coarse[:n])
         self._proj, self._coarse = proj, coarse
         return True
 
@@ -298,6 +296,13 @@ class VectorIndex:
             return {}
         sims = self._vecs[[r for _, r in rows]] @ query.astype(np.float32)
         return {i: _clip(float(s)) for (i, _), s in zip(rows, sims, strict=True)}
+
+
+def rng_choice(rows: np.ndarray, k: int) -> np.ndarray:
+    """Up to ``k`` of ``rows``, the same ones for the same index (seeded)."""
+    if rows.size <= k:
+        return rows
+    return np.random.default_rng(0).choice(rows, size=k, replace=False)
 
 
 def _take(a: np.ndarray, rows: np.ndarray, cap: int) -> np.ndarray:
