@@ -374,8 +374,7 @@ class SQLiteStore:
             event_at,
             text_hash,
         ) = row
-        # our own rows, written through validated records: skip re-validating them
-        return MemoryRecord.model_construct(
+        return MemoryRecord(
             id=mid,
             text=text,
             user_id=user_id,
@@ -384,16 +383,13 @@ class SQLiteStore:
             category=category,
             metadata=json.loads(metadata),
             origin=Origin(origin),
-            source=Source.model_construct(path=spath, start_line=sstart, end_line=send)
-            if spath
-            else None,
+            source=Source(path=spath, start_line=sstart, end_line=send) if spath else None,
             context=context,
             state=State(state),
             created_at=_dt(created),
             updated_at=_dt(updated),
             event_at=_opt_dt(event_at),
             hash=text_hash,
-            embedding=None,
         )
 
     @staticmethod
