@@ -74,19 +74,15 @@ class _Postings:
     def __init__(self, rows: np.ndarray, tfs: np.ndarray) -> None:
         self.rows, self.tfs, self.n = rows, tfs, len(rows)
 
-    def extend(self, rows: np.ndarray, tfs: np.ndarray) -> None:
-        self.rows = np.concatenate([self.rows[: self.n], rows])
-        self.tfs = np.concatenate([self.tfs[: self.n], tfs])
-        self.n = len(self.rows)
-
-    def append(self, row: int, tf: int) -> None:
-        if self.n == len(self.rows):
-            cap = max(4, 2 * self.n)
+    def extend(self, rows: np.ndarray | list[int], tfs: np.ndarray | list[int]) -> None:
+        end = self.n + len(rows)
+        if end > len(self.rows):  # grow by doubling: one row at a time stays amortised O(1)
+            cap = max(end, 2 * len(self.rows))
             self.rows = np.resize(self.rows, cap)
             self.tfs = np.resize(self.tfs, cap)
-        self.rows[self.n] = row
-        self.tfs[self.n] = tf
-        self.n += 1
+        self.rows[self.n : end] = rows
+        self.tfs[self.n : end] = tfs
+        self.n = end
 
 
 class KeywordIndex:
@@ -117,7 +113,7 @@ class KeywordIndex:
                     np.array([row], dtype=np.int32), np.array([tf], dtype=np.float32)
                 )
             else:
-                postings.append(row, tf)
+                postings.extend([row], [tf])
         self._lengths[row] = len(tokens)
         self._live += 1
         self._total_len += len(tokens)
@@ -212,7 +208,3 @@ class KeywordIndex:
                 out = np.zeros(n, dtype=np.float32)
             out[rows] += idf * tfs * (K1 + 1.0) / (tfs + K1 * (1.0 - B + B * row_len / avgdl))
         return out
-
-    @property
-    def live(self) -> int:
-        return self._live

@@ -236,9 +236,7 @@ class VectorIndex:
         assert self._proj is not None
         coarse = self._coarse[:n] @ (query @ self._proj)
         shortlist = self._top_rows(coarse, mask, max(COARSE_CANDIDATES, 8 * k))
-        exact = self._vecs[shortlist] @ query
-        order = np.argsort(-exact, kind="stable")[:k]
-        return [(self.ids[shortlist[i]], _clip(float(exact[i]))) for i in order]
+        return self._ranked(shortlist, self._vecs[shortlist] @ query, k, normalise=False)
 
     def _fit(self) -> bool:
         """Fit the coarse projection (once): top principal directions of a row sample."""
@@ -248,7 +246,7 @@ class VectorIndex:
         rows = np.flatnonzero(self._has_vec[:n])
         if rows.size < COARSE_MIN_ROWS or self.dim <= COARSE_DIMS:
             return False
-        sample = self._vecs[np.sort(rng_choice(rows, _FIT_SAMPLE))].astype(np.float64)
+        sample = self._vecs[np.sort(_sample(rows, _FIT_SAMPLE))].astype(np.float64)
         _, eigvecs = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
         proj = np.ascontiguousarray(eigvecs[:, ::-1][:, :COARSE_DIMS], dtype=np.float32)
         coarse = np.zeros((self._vecs.shape[0], COARSE_DIMS), dtype=np.float32)
@@ -257,6 +255,7 @@ class VectorIndex:
         return True
 
     def _top_rows(self, scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
+        """The (unordered) rows of the ``k`` best ``scores`` within ``mask``."""
         allowed = np.flatnonzero(mask)
         scores = scores[allowed]
         if k >= scores.shape[0]:
@@ -279,15 +278,18 @@ class VectorIndex:
     def _top(
         self, scores: np.ndarray, mask: np.ndarray, k: int, normalise: bool
     ) -> list[tuple[str, float]]:
-        allowed = np.flatnonzero(mask)
-        if allowed.size == 0:
+        rows = self._top_rows(scores, mask, k)
+        return self._ranked(rows, scores[rows], k, normalise)
+
+    def _ranked(
+        self, rows: np.ndarray, scores: np.ndarray, k: int, normalise: bool
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best of ``rows`` (``scores`` aligned with them), best first."""
+        if rows.size == 0:
             return []
-        scores = scores[allowed]
-        k = min(k, scores.shape[0])
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        best = float(scores[top[0]]) if normalise else 1.0
-        return [(self.ids[allowed[t]], _clip(float(scores[t]) / best)) for t in top]
+        order = np.argsort(-scores, kind="stable")[:k]
+        best = float(scores[order[0]]) if normalise else 1.0
+        return [(self.ids[rows[i]], _clip(float(scores[i]) / best)) for i in order]
 
     def scores(self, query: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         rows = [(i, self._row[i]) for i in ids if i in self._row]
@@ -298,7 +300,7 @@ class VectorIndex:
         return {i: _clip(float(s)) for (i, _), s in zip(rows, sims, strict=True)}
 
 
-def rng_choice(rows: np.ndarray, k: int) -> np.ndarray:
+def _sample(rows: np.ndarray, k: int) -> np.ndarray:
     """Up to ``k`` of ``rows``, the same ones for the same index (seeded)."""
     if rows.size <= k:
         return rows
