@@ -38,7 +38,6 @@ from _common import (
     machine_info,
     percentile_ms,
 )
-from memoryd.conversation import Turn, turn_records
 from memoryd.core import Memory
 from memoryd.models import MemoryRecord, Origin
 from memoryd.settings import Settings
@@ -154,25 +153,30 @@ def build_records(conv: int, sample: dict[str, Any]) -> tuple[list[MemoryRecord]
     return records, sessions
 
 
-def contextual_sessions(ctx: Memory, records: list[MemoryRecord]) -> list[list[MemoryRecord]]:
-    """The same turns, re-made session by session with :func:`turn_records`."""
-    out: list[list[MemoryRecord]] = []
+def contextual_ingest(ctx: Memory, records: list[MemoryRecord]) -> dict[str, str]:
+    """The same turns sent session by session as a conversation through the public
+    ``Memory.add(messages=..., infer=False)`` path; returns stored id -> dia_id."""
     by_session: dict[tuple[str, int], list[MemoryRecord]] = defaultdict(list)
     for r in records:
         by_session[(r.user_id, int(r.metadata["session"]))].append(r)
+    dia_of: dict[str, str] = {}
     for (user, session), rows in by_session.items():
-        turns = [
-            Turn(
-                speaker=str(r.metadata["speaker"]),
-                text=r.text,
-                id=r.id,
-                at=r.event_at,
-                metadata={"dia_id": r.metadata["dia_id"]},
-            )
+        messages = [
+            {
+                "role": "user",
+                "name": str(r.metadata["speaker"]),
+                "content": r.text,
+                "timestamp": r.event_at.isoformat() if r.event_at else None,
+            }
             for r in rows
         ]
-        out.append(turn_records(ctx, turns, user_id=user, session=str(session)))
-    return out
+        events = ctx.add(
+            messages=messages, user_id=user, infer=False, metadata={"session": f"D{session}"}
+        )
+        for e in events:
+            if e.id is not None and e.message is not None:
+                dia_of.setdefault(e.id, str(rows[e.message].metadata["dia_id"]))
+    return dia_of
 
 
 def load_questions(conv: int, sample: dict[str, Any], turns: dict[str, int]) -> list[Question]:
@@ -316,11 +320,10 @@ def _run(
     )
 
     ctx_s = 0.0
+    ctx_dia: dict[str, str] = {}
     if any(MODES[m][1] == "contextual" for m in modes):
         started = time.perf_counter()
-        for records in contextual_sessions(ctx, all_records):
-            for i in range(0, len(records), args.batch):
-                ctx.write_records(records[i : i + args.batch])
+        ctx_dia = contextual_ingest(ctx, all_records)
         ctx_s = time.perf_counter() - started
         print(f"contextual ingest: {len(all_records) / ctx_s:.1f} turns/s", file=sys.stderr)
 
@@ -342,7 +345,7 @@ def _run(
             time_decay=False,  # the turns are years old; recency says nothing here
             record_recall=False,
         )
-        return [str(h.record.metadata.get("dia_id")) for h in hits]
+        return [str(h.record.metadata.get("dia_id") or ctx_dia.get(h.id)) for h in hits]
 
     for q in usable[:WARMUP]:  # load the vector index, warm caches and the model
         for mode in modes:

@@ -1,93 +1,232 @@
-"""Contextual indexing for conversations: each turn is found with its context.
+"""Conversations into memory: every turn is found with its context.
 
-A turn like "Yup, we just did it yesterday!" means nothing alone. Turns are
-stored with their own text unchanged, but indexed with context:
+A turn like "Yup, we just did it yesterday!" means nothing alone. Every
+conversation that reaches memoryd (``POST /memory/add`` and mem0's ``POST
+/memories`` with ``messages``, MCP ``memory_add``, ``memoryd import``, and the
+diary's turns) is stored one turn per memory, with its own text unchanged, but
+indexed with context:
 
-* keyword side: ``context`` = the speaker's name and the previous turn's text;
+* keyword side (``context``): the speaker, the day it was said, and the
+  previous turn ("Melanie: What did you and the kids do yesterday?");
 * vector side: the embedding of "Speaker: text" mixed with the previous turn's
-  embedding (``prev_weight``), then re-normalised.
+  (``PREV_WEIGHT``), then re-normalised.
 
-Only the previous turn is used, so a turn can be indexed the moment it is
-said. In bench/locomo.py this took hybrid evidence recall@10 from 0.670 to
-0.720 on the tuning conversations (0-4) and from 0.632 to 0.673 on the held-out
-ones (5-9); see bench/README.md for the ablation.
+Only the previous turn is used, so a turn is indexed the moment it is said; a
+conversation sent over several calls stays linked because the last turn of each
+(user, agent, run, session) is remembered. A message longer than the embedding
+model's window is stored as consecutive pieces that each fit it (each piece's
+previous turn is the piece before), instead of being refused or truncated.
+
+Measured end to end through the HTTP API in bench/paths.py (see bench/README.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import builtins
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from memoryd.core import Memory
 from memoryd.embed import normalize
-from memoryd.models import MemoryRecord, Origin
+from memoryd.errors import InvalidInputError
 
+#: Weight of the previous turn's vector in a turn's vector (tuned on LoCoMo 0-4).
 PREV_WEIGHT = 0.5
+#: Tokens of the model window kept free for [CLS]/[SEP] and the speaker's name.
+WINDOW_MARGIN = 32
+#: Text blocks of a message's content that carry what was said.
+TEXT_BLOCKS = {"text", "input_text", "output_text"}
 
 
 @dataclass
 class Turn:
+    """One thing one speaker said. ``speaker`` is a name, or the role when none is known."""
+
     speaker: str
     text: str
-    id: str | None = None
+    role: str | None = None
     at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def turn_records(
-    memory: Memory,
+@dataclass
+class Piece:
+    """A turn, or one window of a long turn, ready to be stored."""
+
+    turn: Turn
+    message: int  # index of the turn among those given
+    text: str
+    part: tuple[int, int] | None  # (k, n): piece k of n, for a windowed turn
+    context: str
+    vector: np.ndarray
+
+
+def message_text(content: Any) -> str:
+    """Text of a message ``content``: a string, or a list of blocks of which only the
+    text blocks count (tool calls, images and thinking are not conversation)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        content = [content]
+    if not isinstance(content, Sequence):
+        return ""
+    parts: builtins.list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, Mapping) and block.get("type", "text") in TEXT_BLOCKS:
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+    return "\n".join(parts)
+
+
+def parse_time(value: Any, field_name: str) -> datetime | None:
+    """A message's ``timestamp``: ISO 8601 text or Unix seconds; naive times are UTC."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        value = None
+    when: datetime | None = None
+    if isinstance(value, int | float):
+        try:
+            when = datetime.fromtimestamp(float(value), UTC)
+        except (OverflowError, OSError, ValueError):
+            when = None
+    elif isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            when = None
+    if when is None:
+        raise InvalidInputError(
+            f"{field_name} is not a time: {str(value)[:60]!r}",
+            'send ISO 8601 ("2026-03-27T09:15:00Z") or Unix seconds',
+        )
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def turns_from_messages(
+    messages: Any, check: Callable[[str, str], str], *, at: datetime | None = None
+) -> builtins.list[Turn]:
+    """Turns of mem0-style messages: ``{"role", "content", "name"?, "timestamp"?}``.
+
+    ``content`` is text or a list of text blocks; ``name`` is the speaker (the role
+    when absent); ``timestamp`` says when it was said (``at`` when absent). Empty
+    messages are skipped; ``check(text, field)`` validates each text.
+    """
+    if not isinstance(messages, list | tuple):
+        raise InvalidInputError(
+            "messages must be a list", 'pass [{"role": "user", "content": "..."}]'
+        )
+    turns: builtins.list[Turn] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or "content" not in message:
+            raise InvalidInputError(
+                f"message {i} has no content",
+                'each message is {"role": ..., "content": ..., "name"?: ..., "timestamp"?: ...}',
+            )
+        text = message_text(message.get("content"))
+        if not text.strip():
+            continue
+        role = str(message.get("role") or "user")
+        name = message.get("name")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise InvalidInputError(
+                f"messages[{i}].name must be a non-empty string",
+                "name the speaker (e.g. a person's name), or leave name out",
+            )
+        speaker = check(name.strip(), f"messages[{i}].name") if name else role
+        when = parse_time(message.get("timestamp"), f"messages[{i}].timestamp") or at
+        turns.append(
+            Turn(
+                speaker=speaker[:128],
+                text=check(text, f"messages[{i}].content"),
+                role=role,
+                at=when,
+            )
+        )
+    if not turns:
+        raise InvalidInputError("every message is empty", "send at least one message with content")
+    return turns
+
+
+def context_of(speaker: str, at: datetime | None, previous: str | None) -> str:
+    """What is indexed with a turn besides its text: who, when, and what came before."""
+    who = f"{speaker} on {at.day} {at:%B %Y}" if at is not None else speaker
+    return f"{who}\n{previous}" if previous else who
+
+
+def pieces(
     turns: Sequence[Turn],
     *,
-    user_id: str,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    session: str | None = None,
-    prev_weight: float = PREV_WEIGHT,
+    embed: Callable[[Sequence[str]], np.ndarray],
+    count_tokens: Callable[[str], int],
+    max_tokens: int,
     previous: Turn | None = None,
-) -> list[MemoryRecord]:
-    """Records for consecutive ``turns`` of one session, with contextual vectors.
+    prev_weight: float = PREV_WEIGHT,
+) -> builtins.list[Piece]:
+    """Consecutive ``turns`` of one conversation as pieces with contextual vectors.
 
     ``previous`` is the turn said just before ``turns[0]`` (when appending to a
-    session that is already stored).
+    conversation that is already stored); only its last window is used.
     """
-    if not turns:
+    size = max(16, max_tokens - WINDOW_MARGIN)
+    flat: builtins.list[tuple[int, Turn, str, tuple[int, int] | None]] = []
+    for n, turn in enumerate(turns):
+        windows = split_to_window(turn.text, size, count_tokens)
+        for k, window in enumerate(windows):
+            flat.append((n, turn, window, (k + 1, len(windows)) if len(windows) > 1 else None))
+    if not flat:
         return []
-    chain = [previous, *turns] if previous else list(turns)
-    own = memory.embed_texts([f"{t.speaker}: {t.text}" for t in chain])
-    offset = 1 if previous else 0
-    records: list[MemoryRecord] = []
-    now = memory.clock()
-    for i, turn in enumerate(turns):
+    chain: builtins.list[tuple[Turn, str]] = [(t, w) for _, t, w, _ in flat]
+    if previous is not None:
+        last = split_to_window(previous.text, size, count_tokens)[-1]
+        chain.insert(0, (previous, last))
+    own = embed([f"{t.speaker}: {w}" for t, w in chain])
+    offset = 1 if previous is not None else 0
+    out: builtins.list[Piece] = []
+    for i, (n, turn, window, part) in enumerate(flat):
         k = i + offset
         before = chain[k - 1] if k > 0 else None
         vector = own[k] + prev_weight * own[k - 1] if before is not None else own[k]
-        metadata = {**turn.metadata, "speaker": turn.speaker}
-        if session is not None:
-            metadata["session"] = session
-        record = MemoryRecord(
-            id=turn.id or memory.new_id(),
-            text=turn.text,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            metadata=metadata,
-            origin=Origin.API,
-            context=f"{turn.speaker} {before.text}" if before is not None else turn.speaker,
-            created_at=now,
-            updated_at=now,
-            event_at=turn.at,
+        prior = f"{before[0].speaker}: {before[1]}" if before is not None else None
+        out.append(
+            Piece(
+                turn=turn,
+                message=n,
+                text=window,
+                part=part,
+                context=context_of(turn.speaker, turn.at, prior),
+                vector=normalize(np.asarray(vector, dtype=np.float32)[None, :])[0],
+            )
         )
-        record.embedding = normalize(np.asarray(vector, dtype=np.float32)[None, :])[0]
-        records.append(record)
-    return records
+    return out
 
 
-def add_turns(memory: Memory, turns: Sequence[Turn], **kwargs: Any) -> list[str]:
-    """Store a session's turns with contextual indexing; returns their ids."""
-    records = turn_records(memory, turns, **kwargs)
-    memory.write_records(records, actor=kwargs.get("agent_id"))
-    return [r.id for r in records]
+def split_to_window(text: str, limit: int, count: Callable[[str], int]) -> builtins.list[str]:
+    """``text`` as is when it fits ``limit`` tokens, else whitespace-split pieces that do.
+
+    Line breaks inside a piece are kept, so a windowed message still reads as written.
+    """
+    if count(text) <= limit:
+        return [text]
+    pieces_: builtins.list[str] = []
+    current: builtins.list[str] = []
+    used = 0
+    for line in text.split("\n"):
+        words = line.split(" ")
+        for w, word in enumerate(words):
+            cost = (count(word) or 1) if word else 0
+            if current and used + cost > limit:
+                pieces_.append("".join(current).strip())
+                current, used = [], 0
+            current.append(word if w == 0 or not current else " " + word)
+            used += cost
+        current.append("\n")
+    if "".join(current).strip():
+        pieces_.append("".join(current).strip())
+    return [p for p in pieces_ if p] or [text]

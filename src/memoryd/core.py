@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from memoryd import conversation
+from memoryd.conversation import split_to_window
 from memoryd.embed import Embedder, create_embedder, normalize
 from memoryd.errors import InvalidInputError, ModelMismatchError, NotFoundError
 from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
@@ -212,6 +214,23 @@ class Memory:
             if infer
             else limits
         )
+        if messages is not None and not infer:
+            if text is not None:
+                raise InvalidInputError(
+                    "pass either text or messages", "add(text=...) or add(messages=[...])"
+                )
+            return self._add_turns(
+                messages,
+                user_id=user_id,
+                agent_id=agent_id,
+                run_id=run_id,
+                metadata=metadata,
+                category=category,
+                at=event_at,
+                actor=actor,
+                idempotency_key=idempotency_key,
+                dry_run=dry_run,
+            )
         texts, roles = _input_texts(text, messages, input_limits)
         if idempotency_key is not None:
             replayed = self._replayed(idempotency_key)
@@ -277,6 +296,113 @@ class Memory:
                 return again
             self.write_records(records, actor=actor)
             self._remember(idempotency_key, actor, events)
+        return events
+
+    def _add_turns(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        user_id: str,
+        agent_id: str | None,
+        run_id: str | None,
+        metadata: dict[str, Any],
+        category: str | None,
+        at: datetime | None,
+        actor: str | None,
+        idempotency_key: str | None,
+        dry_run: bool,
+    ) -> builtins.list[MemoryEvent]:
+        """A conversation stored turn by turn with context (:mod:`memoryd.conversation`).
+
+        The previous turn of the same (user, agent, run, ``metadata["session"]``) is
+        remembered, so a conversation sent over several calls stays linked. A turn
+        already stored with the same text and context is not stored again (NONE).
+        Messages may be as long as the HTTP body allows: a long one is stored as
+        consecutive pieces that each fit the embedding model.
+        """
+        limits = self.settings.limits
+        long_ok = limits.model_copy(
+            update={"max_text_chars": max(limits.max_text_chars, limits.max_body_bytes)}
+        )
+        turns = conversation.turns_from_messages(
+            messages, lambda t, name: check_text(t, long_ok, name), at=at
+        )
+        if idempotency_key is not None and (replayed := self._replayed(idempotency_key)):
+            return replayed
+        session = metadata.get("session")
+        key = "conversation:last:" + "\0".join(
+            str(x) for x in (user_id, agent_id or "", run_id or "", session or "")
+        )
+        scope = Filters(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        stripe = hash((user_id, agent_id, run_id)) % len(self._scope_locks)
+        with self._scope_locks[stripe]:
+            last = self.store.kv_get(key)
+            previous = (
+                conversation.Turn(speaker=str(last["speaker"]), text=str(last["text"]))
+                if isinstance(last, dict) and {"speaker", "text"} <= last.keys()
+                else None
+            )
+            parts = conversation.pieces(
+                turns,
+                embed=self.embed_texts,
+                count_tokens=self.embedder.count_tokens,
+                max_tokens=self.embedder.max_tokens,
+                previous=previous,
+            )
+            now = self.clock()
+            events: builtins.list[MemoryEvent] = []
+            records: builtins.list[MemoryRecord] = []
+            for piece in parts:
+                meta = {**metadata, "speaker": piece.turn.speaker, "message": piece.message}
+                if piece.turn.role is not None:
+                    meta["role"] = piece.turn.role
+                if piece.part is not None:
+                    meta["piece"] = list(piece.part)
+                record = MemoryRecord(
+                    id=self.new_id(),
+                    text=piece.text,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    run_id=run_id,
+                    category=category,
+                    metadata=meta,
+                    origin=Origin.API,
+                    context=piece.context,
+                    created_at=now,
+                    updated_at=now,
+                    event_at=piece.turn.at,
+                )
+                record.embedding = piece.vector
+                same = [
+                    r
+                    for r in self.store.find_by_hash(record.hash, scope)
+                    if r.context == record.context
+                ]
+                if same or any(
+                    r.hash == record.hash and r.context == record.context for r in records
+                ):
+                    existing = same[0].id if same else None
+                    events.append(
+                        MemoryEvent(
+                            id=existing, memory=piece.text, event=Event.NONE, message=piece.message
+                        )
+                    )
+                    continue
+                records.append(record)
+                events.append(
+                    MemoryEvent(
+                        id=record.id, memory=piece.text, event=Event.ADD, message=piece.message
+                    )
+                )
+            if dry_run:
+                return events
+            with self.store.atomic():
+                if idempotency_key is not None and (again := self._replayed(idempotency_key)):
+                    return again
+                self.write_records(records, actor=actor)
+                tail = parts[-1]
+                self.store.kv_set(key, {"speaker": tail.turn.speaker, "text": tail.text})
+                self._remember(idempotency_key, actor, events)
         return events
 
     def _add_inferred(
@@ -907,21 +1033,3 @@ def dedup_scope(user_id: str, agent_id: str | None, run_id: str | None) -> Filte
 def _reason(verb: str, decision: Decision) -> str:
     why = f": {decision.reason}" if decision.reason else ""
     return f"reconcile {verb} (fact: {decision.text[:200]}){why}"
-
-
-def split_to_window(text: str, limit: int, count: Callable[[str], int]) -> builtins.list[str]:
-    """Split on whitespace into pieces of at most ``limit`` tokens each."""
-    words = text.split()
-    pieces: builtins.list[str] = []
-    current: builtins.list[str] = []
-    used = 0
-    for word in words:
-        cost = count(word) or 1
-        if current and used + cost > limit:
-            pieces.append(" ".join(current))
-            current, used = [], 0
-        current.append(word)
-        used += cost
-    if current:
-        pieces.append(" ".join(current))
-    return pieces or [text]

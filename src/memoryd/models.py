@@ -167,3 +167,4 @@ class MemoryEvent(BaseModel):
     memory: str
     event: Event
     previous_memory: str | None = None
+    message: int | None = None  # for a conversation: the index of the message it came from

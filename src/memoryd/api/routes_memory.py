@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from memoryd import audit
 from memoryd.api.auth import Principal, principal
 from memoryd.api.shapes import event_out, history_out, hit_out, record_out
+from memoryd.conversation import parse_time
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, NotFoundError
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
@@ -63,10 +64,17 @@ class FilterSpec(BaseModel):
         return v.replace(tzinfo=UTC) if v is not None and v.tzinfo is None else v
 
 
+_MESSAGES_DOC = (
+    'conversation messages [{"role", "content", "name"?, "timestamp"?}] (or use text); '
+    "name is the speaker, timestamp ISO 8601 or Unix seconds; with infer false each "
+    "message is stored as one turn indexed with its speaker, time and previous turn"
+)
+_TIMESTAMP_DOC = "when the text or conversation happened (ISO 8601 or Unix seconds)"
+
+
 class AddRequest(BaseModel):
-    messages: list[dict[str, Any]] | None = Field(
-        None, description="conversation messages [{role, content}] (or use text)"
-    )
+    messages: list[dict[str, Any]] | None = Field(None, description=_MESSAGES_DOC)
+    timestamp: str | float | None = Field(None, description=_TIMESTAMP_DOC)
     text: str | None = Field(None, description="text to remember (or use messages)")
     user_id: str
     agent_id: str | None = None
@@ -113,7 +121,8 @@ class UpdateRequest(BaseModel):
 
 
 class Mem0AddRequest(BaseModel):
-    messages: list[dict[str, Any]] | str
+    messages: list[dict[str, Any]] | str = Field(description=_MESSAGES_DOC)
+    timestamp: str | float | None = Field(None, description=_TIMESTAMP_DOC)
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
@@ -213,6 +222,7 @@ async def _add(
     metadata: dict[str, Any] | None,
     infer: bool,
     prompt: str | None,
+    timestamp: str | float | None = None,
 ) -> list[dict[str, Any]]:
     audit.note(request, op="add", user_id=user_id, agent_id=agent_id, run_id=run_id)
     p.check(user_id, agent_id)
@@ -229,6 +239,7 @@ async def _add(
             metadata=metadata,
             infer=infer,
             prompt=prompt,
+            event_at=parse_time(timestamp, "timestamp"),
             actor=p.name,
         )
     audit.note(request, count=len(events))
@@ -271,6 +282,7 @@ async def memory_add(
         metadata=body.metadata,
         infer=body.infer,
         prompt=body.custom_extraction_prompt,
+        timestamp=body.timestamp,
     )
     return {"status": "ok", "results": results}
 
@@ -488,6 +500,7 @@ async def mem0_add(
         metadata=body.metadata,
         infer=body.infer,
         prompt=body.prompt,
+        timestamp=body.timestamp,
     )
     return {"results": results}
 

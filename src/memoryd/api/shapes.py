@@ -77,6 +77,8 @@ def event_out(e: MemoryEvent) -> dict[str, Any]:
     out: dict[str, Any] = {"id": e.id, "memory": e.memory, "event": str(e.event)}
     if e.previous_memory is not None:
         out["previous_memory"] = e.previous_memory
+    if e.message is not None:
+        out["message"] = e.message
     return out
 
 
