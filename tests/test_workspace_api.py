@@ -106,7 +106,8 @@ def test_sessions_flush_context_index_and_status(
         )
         assert r.status_code == 200, r.text
         note = r.json()
-        assert note["path"] == "memory/2026-03-27-vendor-gpu.md" and note["chunks"] == 1
+        # a session note is a conversation: its header is one chunk, each turn another
+        assert note["path"] == "memory/2026-03-27-vendor-gpu.md" and note["chunks"] == 3
         assert (ws.root / note["path"]).is_file()
         r = httpx.post(f"{url}/v1/flush", json={"agent_id": "dev", "notes": ["Chose CoreWeave"]})
         assert r.status_code == 200 and r.json()["path"] == "memory/2026-03-27.md"

@@ -186,13 +186,16 @@ def pieces(
     if previous is not None:
         last = split_to_window(previous.text, size, count_tokens)[-1]
         chain.insert(0, (previous, last))
-    own = embed([f"{t.speaker}: {w}" for t, w in chain])
+    vectors = contextual_vectors(
+        embed([f"{t.speaker}: {w}" for t, w in chain]),
+        [k > 0 for k in range(len(chain))],
+        prev_weight,
+    )
     offset = 1 if previous is not None else 0
     out: builtins.list[Piece] = []
     for i, (n, turn, window, part) in enumerate(flat):
         k = i + offset
         before = chain[k - 1] if k > 0 else None
-        vector = own[k] + prev_weight * own[k - 1] if before is not None else own[k]
         prior = f"{before[0].speaker}: {before[1]}" if before is not None else None
         out.append(
             Piece(
@@ -201,10 +204,22 @@ def pieces(
                 text=window,
                 part=part,
                 context=context_of(turn.speaker, turn.at, prior),
-                vector=normalize(np.asarray(vector, dtype=np.float32)[None, :])[0],
+                vector=vectors[k],
             )
         )
     return out
+
+
+def contextual_vectors(
+    own: np.ndarray, follows: Sequence[bool], weight: float = PREV_WEIGHT
+) -> np.ndarray:
+    """Each row's embedding mixed with the row before it where ``follows[k]`` says
+    row k is the turn right after row k-1, then re-normalised."""
+    out = np.array(own, dtype=np.float32, copy=True)
+    for k in range(1, len(follows)):
+        if follows[k]:
+            out[k] = own[k] + weight * own[k - 1]
+    return normalize(out)
 
 
 def split_to_window(text: str, limit: int, count: Callable[[str], int]) -> builtins.list[str]:

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memoryd.api.auth import Principal, principal
 from memoryd.audit import note
+from memoryd.conversation import parse_time
 from memoryd.core import Memory
 from memoryd.pipelines import diary
 
@@ -27,6 +28,7 @@ class DiaryMessage(BaseModel):
 
     role: str
     content: Any = None
+    name: str | None = Field(default=None, description="the speaker's name (default: the role)")
 
 
 class DiaryRequest(BaseModel):
@@ -41,6 +43,11 @@ class DiaryRequest(BaseModel):
         "default: workspace.user_id",
     )
     messages: list[DiaryMessage] = Field(description="the finished turn's messages, in order")
+    timestamp: str | float | None = Field(
+        default=None,
+        description="when the turn happened (ISO 8601 or Unix seconds; default now): "
+        "a turn replayed from an older transcript goes to that day's diary",
+    )
 
 
 @router.post("/v1/diary")
@@ -62,6 +69,7 @@ async def post_diary(
         session_id=body.session_id,
         turn_id=body.turn_id,
         messages=[m.model_dump() for m in body.messages],
+        at=parse_time(body.timestamp, "timestamp"),
     )
     note(request, op="diary", user_id=user_id, agent_id=body.agent_id, count=result.kept)
     return result.as_dict()

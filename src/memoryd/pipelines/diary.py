@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memoryd.conversation import message_text
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, PermissionDeniedError
 from memoryd.settings import DiarySettings
@@ -37,8 +38,6 @@ from memoryd.workspace.layout import MEMORY_DIR, local_now, resolve_workspace
 
 # Roles that carry conversation; everything else (tool results, system) is tool chatter.
 _CONVERSATION_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
-# Content blocks that carry text the model or the user wrote.
-_TEXT_BLOCKS = {"text", "input_text", "output_text"}
 
 # Blocks injected by the system or by memory plugins: dropped with their content.
 _DROPPED_TAGS = (
@@ -90,6 +89,7 @@ class Message:
 
     role: str
     text: str
+    name: str | None = None  # the speaker's name, when the caller gave one
 
 
 @dataclass
@@ -122,26 +122,6 @@ class DiaryResult:
 
 
 # -- cleaning and noise -------------------------------------------------------------------
-def message_text(content: Any) -> str:
-    """Text of a message ``content``: a string, or a list of blocks of which only the
-    text blocks count (tool calls, images and thinking are not conversation)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        content = [content]
-    if not isinstance(content, Sequence):
-        return ""
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping) and block.get("type", "text") in _TEXT_BLOCKS:
-            text = block.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-    return "\n".join(parts)
-
-
 def clean_content(text: str, limits: DiarySettings) -> str:
     """Strip system tags, injected memory, channel metadata; trim huge output."""
     text = text.replace("\r\n", "\n").replace("\x00", "")
@@ -212,7 +192,7 @@ def normalize_messages(messages: Sequence[Any], limits: DiarySettings) -> tuple[
             continue
         if role == "user":
             user_kept += 1
-        kept.append(Message(role=role, text=text))
+        kept.append(Message(role=role, text=text, name=_speaker_name(raw.get("name"))))
     if user_seen and not user_kept:
         return [], dropped + len(kept)
     if sum(len(m.text) for m in kept) < limits.min_chars:
@@ -220,14 +200,24 @@ def normalize_messages(messages: Sequence[Any], limits: DiarySettings) -> tuple[
     return kept, dropped
 
 
+def _speaker_name(value: Any) -> str | None:
+    """A message's ``name`` fit for a diary line: one line, no Markdown emphasis."""
+    if not isinstance(value, str):
+        return None
+    name = " ".join(value.replace("*", "").replace("(", "").replace(")", "").split())[:80]
+    return name.rstrip(":") or None
+
+
 def render_section(when: datetime, session_id: str | None, messages: Sequence[Message]) -> str:
-    """``## HH:MM`` and one list item per message; continuation lines indented."""
+    """``## HH:MM`` and one list item per message, ``- **speaker**: text`` (the name
+    when the message has one, else the role); continuation lines indented."""
     title = f"## {when:%H:%M}" + (f" · session {session_id}" if session_id else "")
     items = []
     for m in messages:
         lines = m.text.split("\n")
         body = "\n".join([lines[0], *[f"  {line}" if line.strip() else "" for line in lines[1:]]])
-        items.append(f"- **{m.role}**: {body}")
+        speaker = f"**{m.name}** ({m.role})" if m.name else f"**{m.role}**"
+        items.append(f"- {speaker}: {body}")
     return title + "\n" + "\n".join(items) + "\n"
 
 
@@ -314,8 +304,10 @@ def capture(
     session_id: str | None = None,
     turn_id: str | None = None,
     workspace: Path | None = None,
+    at: datetime | None = None,
 ) -> DiaryResult:
-    """Append one finished turn to the agent's diary for today (``memory.clock``).
+    """Append one finished turn to the agent's diary for today (``memory.clock``), or
+    for the day of ``at`` when the turn is replayed from an older transcript.
 
     A ``turn_id`` seen before for this agent and day is not written again, so a
     plugin that retries after a timeout never duplicates a section.
@@ -336,7 +328,7 @@ def capture(
             f"{len(messages)} messages in one turn; the limit is {settings.max_messages}",
             "send only the messages of the finished turn (from the last user message on)",
         )
-    now = local_now(memory.settings.workspace, memory.clock)
+    now = local_now(memory.settings.workspace, (lambda: at) if at else memory.clock)
     root = workspace or resolve_workspace(memory.settings, agent_id, memory.store).root
     path = root / MEMORY_DIR / f"{now:%Y-%m-%d}.md"
     _check_inside(root, path)

@@ -11,6 +11,12 @@ returns the chunk text), except when one over-long line had to be cut.
 
 Sizes are in the embedding model's own tokens and are capped by its window:
 a chunk the model would truncate is a chunk whose tail is never searchable.
+
+Conversation files (daily diaries, session notes) are cut by turn instead:
+each ``- **Speaker**: text`` item (with its indented continuation lines) is a
+chunk of its own that knows its speaker, so a hit costs what one turn costs and
+the indexer can index it with the turn before it (:mod:`memoryd.conversation`).
+Lines between turns (an agent's own notes) are chunked as above.
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ class Chunk:
     start_line: int  # 1-based, inclusive
     end_line: int  # 1-based, inclusive
     headings: tuple[str, ...]
+    speaker: str | None = None  # a conversation turn's speaker (``turns=True``)
 
     @property
     def hash(self) -> str:
@@ -130,20 +137,75 @@ def _sections(lines: list[str]) -> list[_Section]:
     return merged
 
 
-def chunk_markdown(lines: list[str], count_tokens: TokenCounter, plan: ChunkPlan) -> list[Chunk]:
-    """Chunks of at most ``plan.size`` tokens, in file order."""
+#: A turn item: ``- **user**: text`` (a role) or ``- **Name** (role): text`` (a speaker).
+_TURN = re.compile(
+    r"^[-*] \*\*(?:(user|assistant|human|ai)\*\*|([^*\n]{1,80})\*\* \((?:user|assistant|human|ai)\)):"
+    r"[ \t]?(.*)$",
+    re.IGNORECASE,
+)
+
+
+def chunk_markdown(
+    lines: list[str], count_tokens: TokenCounter, plan: ChunkPlan, *, turns: bool = False
+) -> list[Chunk]:
+    """Chunks of at most ``plan.size`` tokens, in file order; one per turn with ``turns``."""
     chunks: list[Chunk] = []
     for section in _sections(lines):
-        start, end = section.start, section.end
-        while start < end and not lines[start].strip():
-            start += 1
-        while end > start and not lines[end - 1].strip():
-            end -= 1
-        if start >= end:
-            continue
-        costs = [count_tokens(lines[i]) for i in range(start, end)]
-        chunks.extend(_windows(lines, costs, start, end, section.headings, plan, count_tokens))
+        spans = _turn_spans(lines, section.start, section.end) if turns else []
+        if not spans:
+            spans = [(section.start, section.end, None)]
+        for start, end, speaker in spans:
+            while start < end and not lines[start].strip():
+                start += 1
+            while end > start and not lines[end - 1].strip():
+                end -= 1
+            if start >= end:
+                continue
+            costs = [count_tokens(lines[i]) for i in range(start, end)]
+            pieces = _windows(lines, costs, start, end, section.headings, plan, count_tokens)
+            if speaker is not None:
+                pieces = [
+                    Chunk(c.text, c.start_line, c.end_line, c.headings, speaker) for c in pieces
+                ]
+            chunks.extend(pieces)
     return chunks
+
+
+def _turn_spans(lines: list[str], start: int, end: int) -> list[tuple[int, int, str | None]]:
+    """``(start, end, speaker)`` line spans of a section: one per turn item, and the
+    lines around them (the heading, free notes) with no speaker. Empty: no turns."""
+    spans: list[tuple[int, int, str | None]] = []
+    i, plain = start, start
+    while i < end:
+        m = _TURN.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        if plain < i:
+            spans.append((plain, i, None))
+        j = i + 1  # continuation lines are indented (or blank inside the item)
+        while j < end and (lines[j].startswith((" ", "\t")) or not lines[j].strip()):
+            j += 1
+        spans.append((i, j, (m.group(1) or m.group(2)).strip()))
+        i = plain = j
+    if not any(s for _, _, s in spans):
+        return []
+    if plain < end:
+        spans.append((plain, end, None))
+    # a section's heading alone is no chunk: it is in every turn's context already
+    return [sp for sp in spans if sp[2] is not None or _has_body(lines, sp[0], sp[1])]
+
+
+def _has_body(lines: list[str], start: int, end: int) -> bool:
+    return any(line.strip() and not _HEADING.match(line) for line in lines[start:end])
+
+
+def turn_words(text: str) -> str:
+    """A turn chunk's words: the list markup and indentation taken off."""
+    first, *rest = text.split("\n")
+    m = _TURN.match(first)
+    head = m.group(3) if m else first
+    return "\n".join([head, *(line.strip() for line in rest)]).strip()
 
 
 def _windows(

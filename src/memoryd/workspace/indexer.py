@@ -29,9 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memoryd.conversation import context_of, contextual_vectors
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, Source, content_hash
-from memoryd.workspace.chunking import CONTEXT_TOKENS, ChunkPlan, chunk_markdown, chunk_plan
+from memoryd.workspace.chunking import (
+    CONTEXT_TOKENS,
+    ChunkPlan,
+    chunk_markdown,
+    chunk_plan,
+    turn_words,
+)
 from memoryd.workspace.files import SkippedFile, read_markdown, split_lines
 from memoryd.workspace.layout import Workspace, classify
 
@@ -106,6 +113,10 @@ def chunk_id(user_id: str, agent_id: str, rel_path: str, index_hash: str, ordina
     """Deterministic: the same chunk of the same file always gets the same id."""
     key = f"memoryd-chunk\0{user_id}\0{agent_id}\0{rel_path}\0{index_hash}\0{ordinal}"
     return str(uuid.uuid5(_NAMESPACE, key))
+
+
+#: File kinds written as conversations (``- **Speaker**: text`` items): indexed turn by turn.
+CONVERSATION_KINDS = frozenset({"diary", "session"})
 
 
 def _file_hash(data: bytes) -> str:
@@ -223,7 +234,7 @@ class Indexer:
                 self.memory.store.purge(self._scope(rel))  # stale chunks would lie about the file
                 return FileResult(rel, "skipped", reason=skip.reason)
             digest = _file_hash(data)
-            if not force and stored == (digest, self.plan.label):
+            if not force and stored == (digest, self.label(rel)):
                 return done or FileResult(rel, "unchanged")
             records = self._records(rel, digest, split_lines(text))
             embedded_total += self._prefetch(records)
@@ -238,18 +249,22 @@ class Indexer:
                 continue
             done = FileResult(rel, "indexed", chunks=len(records), embedded=embedded_total)
             # Go round once more: if the file changed after the commit, index it again.
-            stored, force = (digest, self.plan.label), False
+            stored, force = (digest, self.label(rel)), False
         return FileResult(rel, "skipped", reason="the file kept changing while it was indexed")
 
     def _records(self, rel: str, digest: str, lines: list[str]) -> list[MemoryRecord]:
         kind = classify(rel)
         count = self.memory.embedder.count_tokens
-        chunks = chunk_markdown(lines, count, self.plan)
+        chunks = chunk_markdown(lines, count, self.plan, turns=kind.kind in CONVERSATION_KINDS)
         now = self.memory.clock()
         seen: dict[str, int] = {}
         records: list[MemoryRecord] = []
-        for chunk in chunks:
+        for n, chunk in enumerate(chunks):
             context = self._context(rel, chunk.headings)
+            if chunk.speaker is not None:
+                before = chunks[n - 1] if n and chunks[n - 1].speaker is not None else None
+                prior = f"{before.speaker}: {turn_words(before.text)}" if before else None
+                context += "\n" + context_of(chunk.speaker, kind.event_at, prior)
             index_hash = hashlib.sha256(
                 f"{context}\n{chunk.text}".encode("utf-8", "surrogatepass")
             ).hexdigest()
@@ -269,7 +284,8 @@ class Indexer:
                         "chunk_hash": chunk.hash,
                         "kind": kind.kind,
                         "evergreen": kind.evergreen,
-                        "chunking": self.plan.label,
+                        "chunking": self.label(rel),
+                        **({"speaker": chunk.speaker} if chunk.speaker is not None else {}),
                     },
                     created_at=now,
                     updated_at=now,
@@ -277,6 +293,11 @@ class Indexer:
                 )
             )
         return records
+
+    def label(self, rel: str) -> str:
+        """How ``rel`` is chunked; a file whose chunks say otherwise is chunked again."""
+        turns = classify(rel).kind in CONVERSATION_KINDS
+        return f"{self.plan.label}/turns" if turns else self.plan.label
 
     def _context(self, rel: str, headings: tuple[str, ...]) -> str:
         """The heading path, kept within the tokens the chunk plan leaves for it."""
@@ -294,15 +315,27 @@ class Indexer:
         return context
 
     def _prefetch(self, records: list[MemoryRecord]) -> int:
-        """Embed outside the write transaction; returns how many texts were not cached."""
+        """Embed outside the write transaction; returns how many texts were not cached.
+
+        A conversation turn (``metadata.speaker``) gets the contextual vector of
+        :mod:`memoryd.conversation`: "Speaker: words" mixed with the turn before it.
+        """
         if not records:
             return 0
-        texts = [r.index_text for r in records]
+        turn = [r.metadata.get("speaker") is not None for r in records]
+        texts = [
+            f"{r.metadata['speaker']}: {turn_words(r.text)}" if t else r.index_text
+            for r, t in zip(records, turn, strict=True)
+        ]
         cached = self.memory.store.cache_get(
             self.memory.embedder.name, [content_hash(t) for t in texts]
         )
         missing = len({content_hash(t) for t in texts} - set(cached))
-        self.memory.embed_texts(texts)
+        own = self.memory.embed_texts(texts)
+        follows = [k > 0 and turn[k] and turn[k - 1] for k in range(len(records))]
+        mixed = contextual_vectors(own, follows)
+        for record, vector in zip(records, mixed, strict=True):
+            record.embedding = vector  # rows that follow no turn are their own vector
         return missing
 
     def _replace(self, rel: str, records: list[MemoryRecord]) -> None:

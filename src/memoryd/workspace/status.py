@@ -28,7 +28,7 @@ def workspace_status(memory: Memory, ws: Workspace) -> dict[str, Any]:
             continue
         if not text.strip():
             continue  # nothing to index in it
-        if stored.get(rel) != (hashlib.sha256(data).hexdigest(), indexer.plan.label):
+        if stored.get(rel) != (hashlib.sha256(data).hexdigest(), indexer.label(rel)):
             pending.append(rel)
     present = {ws.rel(p) for p in files}
     deleted = sorted(r for r in stored if r not in present)

@@ -1,0 +1,202 @@
+"""Conversations reach memory one turn at a time, each indexed with its context.
+
+Every path that takes a conversation (``Memory.add(messages)``, ``POST
+/memory/add``, mem0's ``POST /memories``, the diary) stores turn-sized memories
+that know their speaker, their day and the turn before them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from memoryd.api import create_app
+from memoryd.core import Memory
+from memoryd.errors import InvalidInputError
+from memoryd.models import Filters, Origin
+from memoryd.pipelines import diary
+from memoryd.workspace.indexer import index_workspace
+from memoryd.workspace.layout import resolve_workspace
+
+SESSION_1 = [
+    {
+        "role": "user",
+        "name": "Caroline",
+        "content": "I went to the LGBTQ support group yesterday.",
+        "timestamp": "2023-05-08T13:56:00Z",
+    },
+    {"role": "user", "name": "Melanie", "content": "Wow, how was it?"},
+]
+
+
+def _stored(memory: Memory, user: str = "u") -> dict[str, object]:
+    return {r.text: r for r in memory.store.iter_all(Filters(user_id=user))}
+
+
+def test_each_message_is_one_turn_with_speaker_day_and_previous_turn(memory: Memory) -> None:
+    events = memory.add(messages=SESSION_1, user_id="u", infer=False, metadata={"session": "D1"})
+    assert [e.event for e in events] == ["ADD", "ADD"] and [e.message for e in events] == [0, 1]
+    first = memory.get(events[0].id or "")
+    second = memory.get(events[1].id or "")
+    assert first.text == SESSION_1[0]["content"]  # the text is stored unchanged
+    assert first.context == "Caroline on 8 May 2023"
+    assert first.event_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert first.metadata["speaker"] == "Caroline" and first.metadata["session"] == "D1"
+    # the reply is found by the question it answers: the previous turn is in its context
+    assert second.context == "Melanie\nCaroline: I went to the LGBTQ support group yesterday."
+    assert second.origin == Origin.API
+    hits = memory.search("LGBTQ support group", user_id="u", top_k=2, time_decay=False)
+    assert {h.id for h in hits} == {first.id, second.id}
+
+
+def test_a_conversation_sent_over_several_calls_stays_linked_per_session(memory: Memory) -> None:
+    memory.add(messages=SESSION_1, user_id="u", infer=False, metadata={"session": "D1"})
+    later = memory.add(
+        messages=[{"role": "user", "name": "Caroline", "content": "It was powerful."}],
+        user_id="u",
+        infer=False,
+        metadata={"session": "D1"},
+    )
+    other = memory.add(
+        messages=[{"role": "user", "name": "Caroline", "content": "New day, new plans."}],
+        user_id="u",
+        infer=False,
+        metadata={"session": "D2"},
+    )
+    assert memory.get(later[0].id or "").context == "Caroline\nMelanie: Wow, how was it?"
+    assert memory.get(other[0].id or "").context == "Caroline"  # another session: no link
+
+
+def test_the_vector_carries_the_previous_turn(memory: Memory) -> None:
+    events = memory.add(messages=SESSION_1, user_id="u", infer=False)
+    reply = memory.get(events[1].id or "")
+    own, before = memory.embed_texts(
+        ["Melanie: Wow, how was it?", "Caroline: I went to the LGBTQ support group yesterday."]
+    )
+    stored = memory.store.vector_scores(own, [reply.id])[reply.id]
+    assert stored < 0.99  # not the turn's own vector alone ...
+    query = memory.store.vector_scores(before, [reply.id])[reply.id]
+    alone = float(np.dot(own, before))
+    assert query > alone + 0.1  # ... it leans towards the question it answers
+
+
+def test_the_same_turn_sent_twice_is_stored_once(memory: Memory) -> None:
+    memory.add(messages=SESSION_1, user_id="u", infer=False, metadata={"session": "D1"})
+    again = memory.add(messages=SESSION_1[:1], user_id="u", infer=False, metadata={"session": "X"})
+    # same text, same speaker and day, no previous turn in session X: the same turn
+    assert again[0].event == "NONE" and again[0].id is not None
+    short = [{"role": "user", "name": "Melanie", "content": "Yes!"}]
+    a = memory.add(messages=short, user_id="u", infer=False, metadata={"session": "D1"})
+    b = memory.add(messages=short, user_id="u", infer=False, metadata={"session": "D1"})
+    # "Yes!" after another turn is another turn (its context differs): both kept
+    assert a[0].event == "ADD" and b[0].event == "ADD"
+
+
+def test_a_long_message_is_stored_in_window_sized_pieces(memory: Memory) -> None:
+    words = " ".join(f"word{i} about the migration plan" for i in range(1500))
+    assert len(words) > memory.settings.limits.max_text_chars  # once refused for length
+    events = memory.add(
+        messages=[{"role": "assistant", "content": words}], user_id="u", infer=False
+    )
+    assert len(events) > 10 and {e.message for e in events} == {0}
+    window = memory.embedder.max_tokens
+    records = [memory.get(e.id or "") for e in events]
+    assert all(memory.embedder.count_tokens(r.text) <= window for r in records)
+    assert " ".join(r.text for r in records).split() == words.split()  # nothing lost
+    assert [r.metadata["piece"] for r in records][:2] == [[1, len(events)], [2, len(events)]]
+    hits = memory.search("word1499", user_id="u", top_k=1, mode="keyword")
+    assert hits and "word1499" in hits[0].text
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [{"role": "user", "content": "hi there", "timestamp": "yesterday"}],
+        [{"role": "user", "content": "hi there", "name": 7}],
+        [{"role": "user"}],
+        "not a list",
+    ],
+)
+def test_bad_messages_get_a_clear_error(memory: Memory, bad: object) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        memory.add(messages=bad, user_id="u", infer=False)  # type: ignore[arg-type]
+    assert err.value.hint
+    assert not _stored(memory)
+
+
+def test_http_add_and_mem0_add_store_turns_with_context(memory: Memory, live_server) -> None:  # type: ignore[no-untyped-def]
+    with live_server(create_app(memory=memory)) as server:
+        r = httpx.post(
+            f"{server.url}/memory/add",
+            json={"user_id": "u", "messages": SESSION_1, "infer": False, "timestamp": 1683554160},
+        )
+        assert r.status_code == 200, r.text
+        results = r.json()["results"]
+        assert [x["message"] for x in results] == [0, 1]
+        m = httpx.post(
+            f"{server.url}/memories",
+            json={"user_id": "w", "messages": SESSION_1, "infer": False},
+        )
+        assert m.status_code == 200, m.text
+        bad = httpx.post(
+            f"{server.url}/memory/add",
+            json={"user_id": "u", "messages": SESSION_1, "infer": False, "timestamp": "soon"},
+        )
+        assert bad.status_code == 422 and "timestamp" in bad.json()["detail"]
+    reply = memory.get(results[1]["id"])
+    assert reply.context is not None and reply.context.startswith("Melanie on 8 May 2023\n")
+    assert "Caroline: I went" in (_stored(memory, "w")["Wow, how was it?"].context or "")  # type: ignore[attr-defined]
+
+
+def test_diary_turns_are_indexed_one_by_one_with_context(memory: Memory, tmp_path: Path) -> None:
+    at = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    turns = [
+        ("I went to the LGBTQ support group yesterday.", "Wow! How did it feel?"),
+        ("It felt freeing. I am researching adoption agencies now.", "That is great news!"),
+    ]
+    for n, (said, answer) in enumerate(turns):
+        diary.capture(
+            memory,
+            agent_id="conv",
+            session_id="D1",
+            turn_id=f"t{n}",
+            at=at,
+            messages=[
+                {"role": "user", "name": "Caroline", "content": said},
+                {"role": "assistant", "name": "Melanie", "content": answer},
+            ],
+        )
+    ws = resolve_workspace(memory.settings, "conv", memory.store)
+    rel = "memory/2023-05-08.md"  # the day the turns happened, not today
+    lines = (ws.root / rel).read_text().splitlines()
+    # a note the agent wrote by hand between the turns is kept as a note
+    with (ws.root / rel).open("a") as f:
+        f.write("\nAgent note: follow up on adoption next week.\n")
+    index_workspace(memory, ws)
+    chunks = sorted(
+        memory.store.iter_all(Filters(agent_id="conv", origins=[Origin.CHUNK])),
+        key=lambda r: r.source.start_line if r.source else 0,
+    )
+    turn_chunks = [c for c in chunks if "speaker" in c.metadata]
+    assert len(turn_chunks) == 4
+    for chunk in turn_chunks:
+        assert chunk.source is not None and chunk.source.start_line == chunk.source.end_line
+        assert chunk.text == lines[chunk.source.start_line - 1]  # cites exactly its line
+    adoption = next(c for c in turn_chunks if "adoption" in c.text)
+    assert adoption.metadata["speaker"] == "Caroline"
+    assert adoption.context is not None
+    assert "Caroline on 8 May 2023\nMelanie: Wow! How did it feel?" in adoption.context
+    note = [c for c in chunks if "speaker" not in c.metadata]
+    assert any("Agent note" in c.text for c in note)
+    hits = memory.search(
+        "how did the support group feel",
+        user_id=memory.settings.workspace.user_id,
+        agent_id="conv",
+        top_k=2,
+        time_decay=False,
+    )
+    assert any(h.text.endswith("Wow! How did it feel?") for h in hits)
