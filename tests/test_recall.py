@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memoryd.conversation import Turn, add_turns, turn_records
+from memoryd.conversation import Turn, pieces
 from memoryd.core import Memory
 from memoryd.search.text import keyword_terms, names_in
 
@@ -29,14 +29,22 @@ def test_stopword_only_overlap_earns_no_keyword_score(memory: Memory) -> None:
 
 
 def test_entity_boost_prefers_the_named_speakers_own_words(memory: Memory) -> None:
-    add_turns(
-        memory,
-        [
-            Turn("Caroline", "I researched adoption agencies all week."),
-            Turn("Melanie", "Wow Caroline, researching adoption is a big step!"),
+    memory.add(
+        messages=[
+            {
+                "role": "user",
+                "name": "Caroline",
+                "content": "I researched adoption agencies all week.",
+            },
+            {
+                "role": "user",
+                "name": "Melanie",
+                "content": "Wow Caroline, researching adoption is a big step!",
+            },
         ],
         user_id="conv",
-        session="s1",
+        infer=False,
+        metadata={"session": "s1"},
     )
     top = memory.search("What did Caroline research?", user_id="conv", top_k=2, time_decay=False)
     assert top[0].text == "I researched adoption agencies all week."
@@ -48,19 +56,20 @@ def test_entity_boost_prefers_the_named_speakers_own_words(memory: Memory) -> No
 
 
 def test_turns_keep_their_text_and_are_indexed_with_the_previous_turn(memory: Memory) -> None:
-    ids = add_turns(
-        memory,
-        [
-            Turn("Jon", "Which trail did you hike on Saturday?"),
-            Turn("Gina", "Yup, the whole loop, it took five hours!"),
+    events = memory.add(
+        messages=[
+            {"role": "user", "name": "Jon", "content": "Which trail did you hike on Saturday?"},
+            {"role": "user", "name": "Gina", "content": "Yup, the whole loop, it took five hours!"},
         ],
         user_id="conv",
-        session="s1",
+        infer=False,
+        metadata={"session": "s1"},
     )
-    second = memory.get(ids[1])
+    ids = [e.id for e in events]
+    second = memory.get(ids[1] or "")
     assert second.text == "Yup, the whole loop, it took five hours!"
     assert second.context is not None and "Which trail did you hike" in second.context
-    assert second.metadata == {"speaker": "Gina", "session": "s1"}
+    assert second.metadata == {"speaker": "Gina", "session": "s1", "role": "user", "message": 1}
     # the answer turn is found by words only its question contains
     hits = memory.search("hike trail", user_id="conv", top_k=2, mode="keyword")
     assert ids[1] in [h.id for h in hits]
@@ -68,11 +77,16 @@ def test_turns_keep_their_text_and_are_indexed_with_the_previous_turn(memory: Me
 
 def test_contextual_vector_mixes_in_the_previous_turn(memory: Memory) -> None:
     turns = [Turn("A", "We adopted a puppy named Biscuit."), Turn("B", "That is wonderful news!")]
-    records = turn_records(memory, turns, user_id="conv")
+    kw = {
+        "embed": memory.embed_texts,
+        "count_tokens": memory.embedder.count_tokens,
+        "max_tokens": memory.embedder.max_tokens,
+    }
+    records = pieces(turns, **kw)  # type: ignore[arg-type]
     own = memory.embed_texts(["A: We adopted a puppy named Biscuit.", "B: That is wonderful news!"])
     expected = own[1] + 0.5 * own[0]
     expected /= np.linalg.norm(expected)
-    assert np.allclose(records[1].embedding, expected, atol=1e-5)
-    assert np.allclose(records[0].embedding, own[0], atol=1e-5)
-    appended = turn_records(memory, [turns[1]], user_id="conv", previous=turns[0])
-    assert np.allclose(appended[0].embedding, records[1].embedding, atol=1e-5)
+    assert np.allclose(records[1].vector, expected, atol=1e-5)
+    assert np.allclose(records[0].vector, own[0], atol=1e-5)
+    appended = pieces([turns[1]], previous=turns[0], **kw)  # type: ignore[arg-type]
+    assert np.allclose(appended[0].vector, records[1].vector, atol=1e-5)

@@ -149,8 +149,28 @@ def test_combined_search_is_labelled(api: httpx.Client, memory: Memory) -> None:
         "/memory/search_combined",
         json={"query": "CI", "user_id": "boss", "agent_id": "dev", "recent_days": 7},
     ).json()
-    assert [h["memory_type"] for h in body["results"]] == ["long_term", "short_term"]
+    assert sorted(h["memory_type"] for h in body["results"]) == ["long_term", "short_term"]
     assert body["counts"] == {"long_term": 1, "short_term": 1}
+    scores = [h["score"] for h in body["results"]]
+    assert scores == sorted(scores, reverse=True)  # one ranking, not long-term first
+
+
+def test_combined_search_ranks_a_relevant_short_term_hit_first(
+    api: httpx.Client, memory: Memory
+) -> None:
+    for text in ("Prefers dark roast coffee", "Lives in Lisbon", "Has two cats"):
+        add(api, text, agent_id="dev")
+    add(api, "The staging database moved to port 5434", agent_id="dev", run_id="2026-03-27")
+    body = api.post(
+        "/memory/search_combined",
+        json={"query": "staging database port", "user_id": "boss", "agent_id": "dev"},
+    ).json()
+    first = body["results"][0]
+    assert (
+        first["memory"].startswith("The staging database") and first["memory_type"] == "short_term"
+    )
+    # hits that share nothing with the query are under the default relevance floor
+    assert all(h["original_score"] >= 0.2 for h in body["results"])
 
 
 def test_list_get_update_history_delete_restore(api: httpx.Client) -> None:

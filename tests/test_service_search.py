@@ -77,8 +77,10 @@ def test_weights_and_half_life_are_settings(settings: Settings, embedder: Embedd
 def test_min_score_is_a_relevance_threshold_not_a_freshness_bonus(memory: Memory) -> None:
     memory.add("Prefers green tea in the afternoon", user_id="u")
     # unrelated, but fresh: recency alone lifts the score (relevance 0 here)
-    hits = memory.search("kubernetes ingress controller", user_id="u")
+    hits = memory.search("kubernetes ingress controller", user_id="u", min_score=0)
     assert hits and hits[0].score >= 0.3 > hits[0].original_score  # type: ignore[operator]
+    # the default relevance floor (search.min_score) keeps it out
+    assert memory.search("kubernetes ingress controller", user_id="u") == []
     # min_score is compared with the relevance, so recency cannot carry it past the threshold
     assert memory.search("kubernetes ingress controller", user_id="u", min_score=0.3) == []
     weak = memory.search("what to drink", user_id="u", top_k=1)[0]

@@ -144,7 +144,8 @@ class CombinedHits(BaseModel):
 
     @property
     def results(self) -> list[SearchHit]:
-        return [*self.long_term, *self.short_term]
+        """Both lists in one ranking by score; each hit keeps its ``memory_type`` label."""
+        return sorted([*self.long_term, *self.short_term], key=lambda h: -h.score)
 
 
 class HistoryEntry(BaseModel):

@@ -319,8 +319,9 @@ async def memory_search(
 async def memory_search_combined(
     body: CombinedSearchRequest, request: Request, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
-    """Long-term memories plus the last ``recent_days`` of short-term ones, labelled
-    by ``memory_type``; long-term first, each part ranked on its own."""
+    """Long-term memories plus the last ``recent_days`` of short-term ones, each part
+    capped at its own ``top_k``, returned as one ranking by score, each hit labelled
+    by ``memory_type``."""
     audit.note(request, op="search_combined", user_id=body.user_id, agent_id=body.agent_id)
     p.check(body.user_id, body.agent_id)
     mem = _memory(request)
@@ -338,7 +339,7 @@ async def memory_search_combined(
         mode=body.mode,
     )
     hits = combined.results
-    audit.note(request, count=len(hits), top_score=_top(sorted(hits, key=lambda h: -h.score)))
+    audit.note(request, count=len(hits), top_score=_top(hits))
     return {
         "status": "ok",
         "results": [hit_out(h) for h in hits],
