@@ -48,7 +48,7 @@ def test_each_message_is_one_turn_with_speaker_day_and_previous_turn(memory: Mem
     assert first.metadata["speaker"] == "Caroline" and first.metadata["session"] == "D1"
     # the reply is found by the question it answers: the previous turn is in its context
     assert second.context == "Melanie\nCaroline: I went to the LGBTQ support group yesterday."
-    assert second.origin == Origin.API
+    assert second.origin == Origin.TURN
     hits = memory.search("LGBTQ support group", user_id="u", top_k=2, time_decay=False)
     assert {h.id for h in hits} == {first.id, second.id}
 
@@ -200,3 +200,58 @@ def test_diary_turns_are_indexed_one_by_one_with_context(memory: Memory, tmp_pat
         time_decay=False,
     )
     assert any(h.text.endswith("Wow! How did it feel?") for h in hits)
+
+
+# -- provenance: every extracted fact says where it was said ----------------------------------
+def test_facts_from_messages_name_the_turn_that_said_them(memory: Memory) -> None:
+    events = memory.add(
+        messages=[
+            {"role": "user", "content": "I moved to Lisbon last year and I work as a nurse."},
+            {"role": "assistant", "content": "Nice! How do you like Lisbon?"},
+            {"role": "user", "content": "My dog is called Biscuit and he loves the beach."},
+        ],
+        user_id="u",
+        infer=True,
+    )
+    facts = [memory.get(e.id or "") for e in events if e.event == "ADD"]
+    assert facts and all(f.origin == Origin.FACT for f in facts)
+    turns = {r.id: r for r in memory.store.iter_all(Filters(user_id="u", origins=[Origin.TURN]))}
+    assert len(turns) == 3  # the conversation is kept beside the facts, as their evidence
+    for fact in facts:
+        (turn_id,) = fact.metadata["evidence"]
+        said = turns[turn_id].text
+        key = "Biscuit" if "Biscuit" in fact.text else "Lisbon"
+        assert key in said and said != "Nice! How do you like Lisbon?"
+
+
+def test_digested_facts_cite_the_line_that_said_them(memory: Memory, tmp_path: Path) -> None:
+    from memoryd.pipelines.runs import run_pipeline
+
+    memory.settings.pipelines.scheduler = False
+    memory.settings.digest.min_bytes = 0
+    memory.settings.digest.settle_minutes = 0
+    day = memory.clock().date()
+    ws = resolve_workspace(memory.settings, "alpha", memory.store)
+    said = [
+        ("We moved the staging database to port 5434 because of a clash.", "Noted, port 5434."),
+        ("The deploy pipeline now runs on ArgoCD in cluster prod-eu-1.", "Understood."),
+        ("Alice owns the billing service from now on.", "Got it, Alice owns billing."),
+    ]
+    for n, (user, answer) in enumerate(said):
+        diary.capture(
+            memory,
+            agent_id="alpha",
+            turn_id=f"t{n}",
+            messages=[{"role": "user", "content": user}, {"role": "assistant", "content": answer}],
+        )
+    run = run_pipeline(memory, "digest")
+    assert run.status == "ok", run
+    lines = (ws.root / "memory" / f"{day:%Y-%m-%d}.md").read_text().splitlines()
+    facts = list(memory.store.iter_all(Filters(agent_id="alpha", origins=[Origin.FACT])))
+    assert facts
+    for fact in facts:
+        assert fact.source is not None and fact.source.start_line == fact.source.end_line
+        line = lines[(fact.source.start_line or 0) - 1]
+        # the cited line is the one that said it (one of the three subjects)
+        subject = next(w for w in ("5434", "ArgoCD", "Alice") if w in fact.text)
+        assert subject in line

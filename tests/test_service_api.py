@@ -293,7 +293,8 @@ def test_mem0_rest_shape(api: httpx.Client) -> None:
     assert api.delete(f"/memories/{mid}").json()["message"] == "Memory deleted successfully"
     assert api.get(f"/memories/{mid}").status_code == 404
     api.post("/memories", json={"messages": "Lives in Porto", "user_id": "alice", "infer": False})
-    assert api.delete("/memories", params={"user_id": "alice"}).json()["deleted"] == 2
+    # the conversation turn kept as the fact's evidence, and "Lives in Porto"
+    assert api.delete("/memories", params={"user_id": "alice"}).json()["deleted"] == 3
     assert api.post("/memories", json={"messages": "x"}).status_code == 422
 
 

@@ -104,7 +104,9 @@ def test_a_whole_session_over_http(session) -> None:  # type: ignore[no-untyped-
         "/memory/search_combined", json={**scope, "query": "port 8230 deploy", "recent_days": 7}
     ).json()
     types = [h["memory_type"] for h in combined["results"]]
-    assert "short_term" in types and types.index("short_term") > types.index("long_term")
+    assert {"short_term", "long_term"} <= set(types)
+    scores = [h["score"] for h in combined["results"]]
+    assert scores == sorted(scores, reverse=True)  # one ranking, labelled by tier
 
     # 7. inference reconciles: the LLM is shown integer ids and says UPDATE
     llm.script(

@@ -242,9 +242,25 @@ class Memory:
                     "memory_id cannot be chosen when infer=True",
                     "leave memory_id out; extraction decides how many memories to write",
                 )
+            evidence: builtins.list[MemoryEvent] = []
+            if messages is not None and not dry_run:
+                # the turns themselves are kept beside the facts, as their evidence
+                evidence = self._add_turns(
+                    messages,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    run_id=run_id,
+                    metadata=metadata,
+                    category=category,
+                    at=event_at,
+                    actor=actor,
+                    idempotency_key=f"{idempotency_key}:turns" if idempotency_key else None,
+                    dry_run=False,
+                )
             return self._add_inferred(
                 texts,
                 roles,
+                evidence=[e.id for e in evidence if e.id is not None],
                 user_id=user_id,
                 agent_id=agent_id,
                 run_id=run_id,
@@ -366,7 +382,7 @@ class Memory:
                     run_id=run_id,
                     category=category,
                     metadata=meta,
-                    origin=Origin.API,
+                    origin=Origin.TURN,
                     context=piece.context,
                     created_at=now,
                     updated_at=now,
@@ -421,6 +437,7 @@ class Memory:
         prompt: str | None,
         idempotency_key: str | None = None,
         dry_run: bool = False,
+        evidence: builtins.list[str] | None = None,
     ) -> builtins.list[MemoryEvent]:
         now = self.clock()
         body = "\n".join(
@@ -465,7 +482,7 @@ class Memory:
                     run_id=run_id,
                     metadata=metadata,
                     category=category,
-                    source=source,
+                    provenance=self._provenance(vectors, body, source, evidence or []),
                     event_at=event_at,
                     actor=actor or "memoryd",
                     now=now,
@@ -483,12 +500,15 @@ class Memory:
         run_id: str | None,
         metadata: dict[str, Any],
         category: str | None,
-        source: Source | None,
+        provenance: builtins.list[tuple[Source | None, dict[str, Any]]],
         event_at: datetime | None,
         actor: str,
         now: datetime,
     ) -> builtins.list[MemoryEvent]:
-        """Write every decision in one transaction; return the events in decision order."""
+        """Write every decision in one transaction; return the events in decision order.
+
+        ``provenance[fact]`` is where that fact was said (:meth:`_provenance`): its
+        source lines and the metadata naming its evidence."""
         changed = [d for d in decisions if d.event in (Event.ADD, Event.UPDATE)]
         # facts were embedded before reconciling, so only merged UPDATE texts are new here
         fresh = self.embed_texts([d.text for d in changed])
@@ -498,6 +518,7 @@ class Memory:
         with self.store.atomic():
             for d in decisions:
                 target = d.target
+                source, said = provenance[d.fact]
                 if d.event == Event.ADD:
                     record = MemoryRecord(
                         id=self.new_id(),
@@ -506,7 +527,7 @@ class Memory:
                         agent_id=agent_id,
                         run_id=run_id,
                         category=category,
-                        metadata=dict(metadata),
+                        metadata={**metadata, **said},
                         origin=Origin.FACT,
                         source=source,
                         created_at=now,
@@ -523,7 +544,13 @@ class Memory:
                             f"memory {target.id} vanished while reconciling",
                             "retry the add; nothing was stored",
                         )
-                    new = old.model_copy(update={"text": d.text})
+                    new = old.model_copy(
+                        update={
+                            "text": d.text,
+                            "source": source or old.source,
+                            "metadata": {**old.metadata, **said},
+                        }
+                    )
                     new.embedding = vector_of[id(d)]
                     self.store.update(new, actor=actor, reason=_reason("update", d))
                     events.append(
@@ -556,6 +583,41 @@ class Memory:
             if new_records:
                 self.store.add(new_records, actor=actor, reason="extracted")
         return events
+
+    def _provenance(
+        self, facts: np.ndarray, body: str, source: Source | None, evidence: builtins.list[str]
+    ) -> builtins.list[tuple[Source | None, dict[str, Any]]]:
+        """Where each extracted fact was said: the one line (of ``source``'s range) or
+        the one stored turn (of ``evidence``) whose meaning is closest to the fact.
+
+        A fact cites that line (``source``) and names that turn
+        (``metadata.evidence``), not the whole batch it was extracted from, so a hit
+        can be expanded to what was said (``memory_get`` on the line, or the turn).
+        """
+        plain: tuple[Source | None, dict[str, Any]] = (source, {})
+        if not len(facts):
+            return []
+        if evidence:
+            out_turns: builtins.list[tuple[Source | None, dict[str, Any]]] = []
+            for fact in facts:
+                scores = self.store.vector_scores(fact, evidence)
+                best_id = max(scores, key=lambda i: scores[i]) if scores else None
+                out_turns.append((source, {"evidence": [best_id]} if best_id else {}))
+            return out_turns
+        if source is None or source.start_line is None or source.end_line is None:
+            return [plain] * len(facts)
+        lines = body.split("\n")
+        if len(lines) != source.end_line - source.start_line + 1:
+            return [plain] * len(facts)  # the text is not those lines: keep the range
+        said = [n for n, line in enumerate(lines) if line.strip() and not line.startswith("#")]
+        if not said:
+            return [plain] * len(facts)
+        best = np.argmax(facts @ self.embed_texts([lines[n] for n in said]).T, axis=1)
+        out: builtins.list[tuple[Source | None, dict[str, Any]]] = []
+        for b in best:
+            line = source.start_line + said[int(b)]
+            out.append((Source(path=source.path, start_line=line, end_line=line), {}))
+        return out
 
     def _replayed(self, key: str) -> builtins.list[MemoryEvent] | None:
         """The events of the add that recorded idempotency ``key``, if one did."""

@@ -27,6 +27,7 @@ class Origin(StrEnum):
     API = "api"  # written as given by a caller
     CHUNK = "chunk"  # a chunk of a Markdown file in a workspace
     FACT = "fact"  # a fact extracted from text (LLM or offline extractor)
+    TURN = "turn"  # one turn of a conversation, indexed with its context (conversation.py)
 
 
 class State(StrEnum):

@@ -18,7 +18,7 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
 _HEADER = re.compile(rb"^## ", re.MULTILINE)
-_SPEAKER = re.compile(r"^- \*\*([\w .-]{1,40})\*\*: ", re.MULTILINE)
+_SPEAKER = re.compile(r"^- \*\*([\w .-]{1,40})\*\*(?: \(\w{1,20}\))?: ", re.MULTILINE)
 _CONTINUATION = re.compile(r"^  (?=\S)", re.MULTILINE)
 _TIME = re.compile(r"^##\s+(\d{1,2}):(\d{2})\b")
 
