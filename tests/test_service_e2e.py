@@ -162,7 +162,8 @@ def test_a_whole_session_over_http(session) -> None:  # type: ignore[no-untyped-
     # 10. reset dev's memories only: ops's procedural and other scopes stay
     http.post("/memory/add", json={"user_id": "carol", "text": "carol's note", "infer": False})
     reset = http.delete("/memory/reset", params=scope).json()
-    assert reset["deleted"] == 4  # the decision, 2 facts and the digest; nothing else
+    # the decision, 2 facts with the 2 turns they came from, and the digest; nothing else
+    assert reset["deleted"] == 6
     left = http.get("/memory/list").json()["results"]
     assert sorted(r["memory"] for r in left) == [
         "Restart the API after changing its port",
