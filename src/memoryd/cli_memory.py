@@ -364,8 +364,75 @@ def history(
     console.print(table)
 
 
+def import_transcript(
+    path: Annotated[str, typer.Argument(help="a JSON-lines transcript, or - for stdin")],
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="session id (default: the file's, or its name)"),
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", min=1, max=1000, help="messages per add")] = 200,
+    url: UrlOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import a conversation transcript turn by turn (each turn indexed with its speaker,
+    time and previous turn). Reads JSON lines of {"role", "content", "name"?,
+    "timestamp"?} or an OpenClaw session file (~/.openclaw/agents/<id>/sessions/*.jsonl)."""
+    import sys
+    from pathlib import Path
+
+    from memoryd.cli import _print_json, console
+    from memoryd.conversation import read_transcript
+
+    try:
+        if path == "-":
+            transcript = read_transcript(sys.stdin, "stdin")
+        else:
+            with Path(path).open(encoding="utf-8") as f:
+                transcript = read_transcript(f, path)
+    except OSError as exc:
+        _usage(f"cannot read {path}: {exc.strerror or exc}")
+    except (MemorydError, UnicodeDecodeError) as exc:
+        _usage(str(getattr(exc, "message", exc)))
+    if not transcript.messages:
+        _usage(f"{path} has no user or assistant messages to import")
+    name = session or transcript.session or (Path(path).stem if path != "-" else None)
+    added = same = 0
+    with backend(url, key) as mem:
+        for start in range(0, len(transcript.messages), batch):
+            events = mem.add(
+                None,
+                messages=transcript.messages[start : start + batch],
+                user_id=user,
+                agent_id=agent,
+                run_id=run,
+                metadata={"session": name} if name else None,
+                infer=False,
+            )
+            added += sum(1 for e in events if e["event"] == "ADD")
+            same += sum(1 for e in events if e["event"] == "NONE")
+    summary = {
+        "messages": len(transcript.messages),
+        "added": added,
+        "already_stored": same,
+        "skipped_entries": transcript.skipped,
+        "session": name,
+    }
+    if as_json:
+        _print_json(summary)
+        return
+    console.print(
+        f"imported {len(transcript.messages)} messages as {added} turns"
+        f" ({same} already stored, {transcript.skipped} non-conversation entries skipped)"
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.command()(add)
+    app.command("import-transcript")(import_transcript)
     app.command()(search)
     app.command("list")(list_)
     app.command()(get)

@@ -23,7 +23,8 @@ Measured end to end through the HTTP API in bench/paths.py (see bench/README.md)
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -245,3 +246,65 @@ def split_to_window(text: str, limit: int, count: Callable[[str], int]) -> built
     if "".join(current).strip():
         pieces_.append("".join(current).strip())
     return [p for p in pieces_ if p] or [text]
+
+
+# -- transcripts ------------------------------------------------------------------------------
+#: Roles whose messages are conversation; tool results, system prompts and the like are not.
+CONVERSATION_ROLES = {"user", "assistant", "human", "ai"}
+
+
+def read_transcript(lines: Iterable[str], source: str = "transcript") -> Transcript:
+    """Messages of a JSON-lines transcript, ready for ``Memory.add(messages=...)``.
+
+    Two shapes are read, line by line: plain messages (``{"role", "content",
+    "name"?, "timestamp"?}``) and OpenClaw session files (a ``{"type": "session",
+    "id"}`` header, then ``{"type": "message", "timestamp", "message": {"role",
+    "content"}}`` entries). Only user and assistant text is kept; other entries
+    (tool calls and results, model changes, compactions) are skipped. A line that
+    is not JSON is an error naming it: nothing is imported from a file half read.
+    """
+    out = Transcript()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(
+                f"{source} line {number} is not JSON: {exc.msg}",
+                "a transcript has one JSON object per line (JSON lines)",
+            ) from None
+        if not isinstance(entry, Mapping):
+            raise InvalidInputError(
+                f"{source} line {number} is not a JSON object",
+                'write {"role": ..., "content": ...}',
+            )
+        if entry.get("type") == "session":
+            out.session = out.session or str(entry.get("id") or "") or None
+            continue
+        message = entry.get("message") if entry.get("type") == "message" else entry
+        if not isinstance(message, Mapping) or "content" not in message:
+            out.skipped += 1
+            continue
+        role = str(message.get("role") or "").lower()
+        text = message_text(message.get("content"))
+        if role not in CONVERSATION_ROLES or not text.strip():
+            out.skipped += 1
+            continue
+        item: dict[str, Any] = {"role": role, "content": text}
+        if isinstance(message.get("name"), str):
+            item["name"] = message["name"]
+        when = parse_time(
+            message.get("timestamp", entry.get("timestamp")), f"{source} line {number} timestamp"
+        )
+        if when is not None:
+            item["timestamp"] = when.isoformat()
+        out.messages.append(item)
+    return out
+
+
+@dataclass
+class Transcript:
+    messages: builtins.list[dict[str, Any]] = field(default_factory=list)
+    session: str | None = None  # the session id an OpenClaw header names
+    skipped: int = 0  # entries that are not conversation (tool calls, headers, ...)

@@ -390,13 +390,9 @@ class Memory:
                 )
                 record.embedding = piece.vector
                 same = [
-                    r
-                    for r in self.store.find_by_hash(record.hash, scope)
-                    if r.context == record.context
+                    r for r in self.store.find_by_hash(record.hash, scope) if _same_turn(r, record)
                 ]
-                if same or any(
-                    r.hash == record.hash and r.context == record.context for r in records
-                ):
+                if same or any(r.hash == record.hash and _same_turn(r, record) for r in records):
                     existing = same[0].id if same else None
                     events.append(
                         MemoryEvent(
@@ -1048,6 +1044,20 @@ def _input_texts(
     if not texts:
         raise InvalidInputError("every message is empty", "send at least one message with content")
     return texts, roles
+
+
+def _same_turn(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Two records of the same text are one turn said once when their context agrees,
+    or when the same speaker said it at the same time in the same session (a
+    transcript imported again, whose first turn now follows the stored last one)."""
+    if a.context == b.context:
+        return True
+    keys = ("speaker", "session")
+    return (
+        a.event_at is not None
+        and a.event_at == b.event_at
+        and all(a.metadata.get(k) == b.metadata.get(k) for k in keys)
+    )
 
 
 def _preview(decisions: Sequence[Decision]) -> builtins.list[MemoryEvent]:
