@@ -196,8 +196,8 @@ def test_export_import_round_trip_is_exact(home: Path, embedder: Embedder, tmp_p
     dst = _memory(str(tmp_path / "dst.db"), embedder, home)  # same model: no mismatch
     for query in ("editor theme", "when do we deploy", "food allergy", "budget"):
         for user in ("alice", "bob"):
-            a = [h.id for h in src.search(query, user_id=user, record_recall=False)]
-            b = [h.id for h in dst.search(query, user_id=user, record_recall=False)]
+            a = [h.id for h in src.search(query, user_id=user, min_score=0, record_recall=False)]
+            b = [h.id for h in dst.search(query, user_id=user, min_score=0, record_recall=False)]
             assert a == b and a
 
     def events(mem: Memory) -> list[dict[str, object]]:

@@ -255,3 +255,32 @@ def test_digested_facts_cite_the_line_that_said_them(memory: Memory, tmp_path: P
         # the cited line is the one that said it (one of the three subjects)
         subject = next(w for w in ("5434", "ArgoCD", "Alice") if w in fact.text)
         assert subject in line
+
+
+def test_workspace_search_returns_turns_within_a_token_budget(memory: Memory) -> None:
+    from memoryd.workspace.search import memory_search
+
+    for n in range(40):
+        diary.capture(
+            memory,
+            agent_id="alpha",
+            turn_id=f"t{n}",
+            messages=[
+                {"role": "user", "content": f"Ticket {n}: the deploy of service {n} failed on db."},
+                {
+                    "role": "assistant",
+                    "content": f"Rolled back service {n}; the deploy is retried.",
+                },
+            ],
+        )
+    ws = resolve_workspace(memory.settings, "alpha", memory.store)
+    index_workspace(memory, ws)
+    hits = memory_search(memory, ws, "which deploy failed and was rolled back")
+    tokens = sum(memory.embedder.count_tokens(h.hit.record.text) for h in hits)
+    # OpenClaw's 6 hits of ~700 characters cost ~1,000 tokens; turn-sized hits fit many more
+    assert len(hits) > 6 and tokens <= ws.settings.result_tokens
+    assert all(
+        h.hit.record.source and h.hit.record.source.start_line == h.hit.record.source.end_line
+        for h in hits
+    )
+    assert len(memory_search(memory, ws, "deploy failed", max_results=35)) == 35  # asked: a count

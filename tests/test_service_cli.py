@@ -81,9 +81,12 @@ def session(run: Run, *url: str) -> None:
     code, out = run(
         "list", "--user", "boss", "--agent", "dev", "--run", "2026-03-23", *url, "--json"
     )
-    assert [r["memory"] for r in json.loads(out)["results"]] == [
-        "We discussed refactoring the digest job."
-    ]
+    listed = json.loads(out)["results"]
+    # the extracted fact, and the turn it came from kept beside it as its evidence
+    assert {(r["memory"], r["origin"]) for r in listed} == {
+        ("We discussed refactoring the digest job.", "fact"),
+        ("We discussed refactoring the digest job.", "turn"),
+    }
     code, out = run("get", "--id", shared_id, *url, "--json")
     assert code == 0 and json.loads(out)["metadata"] == {"category": "procedural"}
     code, out = run("delete", "--id", shared_id, *url)
@@ -107,7 +110,7 @@ def test_the_seed_commands_work_against_a_running_server(
         session(run, "--url", server.url)
     # the writes landed in the server's store, not in a local one
     assert {r.agent_id for r in memory.list(user_id="boss")} == {"dev"}
-    assert memory.count() == 3
+    assert memory.count() == 4  # the two seed adds, and the conversation: its fact and turn
 
 
 def test_url_and_key_from_the_environment_and_clear_failures(

@@ -246,7 +246,10 @@ class WorkspaceSettings(BaseModel):
     max_file_bytes: int = 2_000_000  # bigger files are skipped with a logged reason
     watch: bool = True  # `serve` re-indexes changed files
     debounce_ms: int = 300  # quiet time before a burst of file changes is indexed
-    max_results: int = 6  # OpenClaw memory_search defaults
+    # memory_search: hits until ``result_tokens`` of returned text (OpenClaw's 6 hits of
+    # ~700 characters cost about that), at most ``max_results``; min_score as OpenClaw's
+    max_results: int = Field(default=30, ge=1, le=100)
+    result_tokens: int = Field(default=1000, ge=1)
     min_score: float = 0.35
     mmr: bool = False  # maximal marginal relevance re-ranking of workspace hits
     mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)

@@ -63,6 +63,9 @@ class SearchBody(BaseModel):
     agent_id: str
     query: str
     max_results: int | None = Field(default=None, ge=1, le=100)
+    max_tokens: int | None = Field(
+        default=None, ge=1, le=100_000, description="budget of returned text, model tokens"
+    )
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
     mmr: bool | None = None
 
@@ -81,6 +84,7 @@ async def search_files(
             ws,
             body.query,
             max_results=body.max_results,
+            max_tokens=body.max_tokens,
             min_score=body.min_score,
             mmr=body.mmr,
         )

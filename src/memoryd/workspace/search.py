@@ -1,10 +1,16 @@
 """``memory_search`` over an agent's workspace: chunk hits with citations.
 
-Hybrid search restricted to the agent's chunk records, with OpenClaw's
-defaults (``workspace.max_results`` 6, ``workspace.min_score`` 0.35, 0.7 vector /
-0.3 keyword from ``search``), then optional MMR re-ranking (lambda 0.7) so that
-five near-copies of one diary entry do not crowd out everything else. Each hit
-carries ``path#Lx-Ly`` and a snippet, ready for ``memory_get``.
+Hybrid search restricted to the agent's chunk records (``search`` settings),
+``workspace.min_score`` 0.35 as OpenClaw's default, then optional MMR re-ranking
+(lambda 0.7) so that five near-copies of one diary entry do not crowd out
+everything else. Each hit carries ``path#Lx-Ly`` and a snippet, ready for
+``memory_get``.
+
+How much comes back is a token budget (``workspace.result_tokens``, 1,000 of
+the embedding model's tokens) as well as a count (``workspace.max_results``):
+OpenClaw's 6 hits of ~700 characters cost about 1,000 tokens, and diary turns
+are chunked one by one, so the same budget now holds ~25 turns instead of 6
+two-turn sections. The best hit is always returned, whatever its size.
 """
 
 from __future__ import annotations
@@ -68,10 +74,15 @@ def memory_search(
     max_results: int | None = None,
     min_score: float | None = None,
     mmr: bool | None = None,
+    max_tokens: int | None = None,
 ) -> list[WorkspaceHit]:
-    """The agent's best chunk hits for ``query``, best first."""
+    """The agent's best chunk hits for ``query``, best first, within ``max_tokens``
+    (default: ``workspace.result_tokens`` unless ``max_results`` is given)."""
     settings = ws.settings
     k = settings.max_results if max_results is None else max_results
+    # a caller that asks for a number of hits gets that number; the budget is the default
+    default_budget = settings.result_tokens if max_results is None else None
+    budget = default_budget if max_tokens is None else max_tokens
     use_mmr = settings.mmr if mmr is None else mmr
     hits = memory.search(
         query,
@@ -83,7 +94,15 @@ def memory_search(
     )
     if use_mmr and len(hits) > 1:
         hits = mmr_rerank(memory, hits, settings.mmr_lambda, k)
-    return [WorkspaceHit(h) for h in hits[:k]]
+    out: list[WorkspaceHit] = []
+    used = 0
+    for hit in hits[:k]:
+        cost = memory.embedder.count_tokens(snippet(hit.record.text, settings.snippet_chars))
+        if out and budget is not None and used + cost > budget:
+            break
+        out.append(WorkspaceHit(hit))
+        used += cost
+    return out
 
 
 def mmr_rerank(memory: Memory, hits: list[SearchHit], lam: float, k: int) -> list[SearchHit]:
