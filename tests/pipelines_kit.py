@@ -34,6 +34,7 @@ def pipeline_settings(home: Path, **sections: dict[str, Any]) -> Settings:
     s.pipelines.scheduler = False
     s.pipelines.lock_ttl_s = 0.001
     s.audit.enabled = True
+    s.digest.batch_pause_s = 0  # the rate-control pause has its own test
     for name, values in sections.items():
         section = getattr(s, name)
         for key, value in values.items():

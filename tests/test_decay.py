@@ -31,6 +31,13 @@ TASKS = [
 ]
 
 
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Ada owns the workspaces: her lessons.md and INDEX.md are written there."""
+    settings.workspace.user_id = "ada"
+    return settings
+
+
 def run(memory: Memory, clock, run_id: str = "r1", **kw) -> RunResult:  # type: ignore[no-untyped-def]
     return decay(PipelineContext(memory=memory, name="decay", run_id=run_id, clock=clock, **kw))
 

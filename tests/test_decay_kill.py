@@ -56,6 +56,7 @@ def _env(root: Path) -> dict[str, str]:
         MEMORYD_STORE__URL=str(root / "memoryd.db"),
         MEMORYD_WORKSPACE__OPENCLAW_DIR=str(root / "openclaw"),
         MEMORYD_DECAY__MAX_GROUP="3",  # many small groups: many places to be killed
+        MEMORYD_WORKSPACE__USER_ID="ada",  # ada owns the workspaces: lessons.md gets her lessons
         MEMORYD_AUDIT__ENABLED="false",
         F2_NOW=NOW,
     )

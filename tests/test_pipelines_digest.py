@@ -211,3 +211,28 @@ def test_a_run_cut_short_is_finished_as_planned_even_below_the_threshold(
         assert mem.store.kv_get(offset_key("alpha", day)) == first.end
         run_pipeline(mem, "digest")
         assert snapshot(mem) == expected
+
+
+def test_digest_pauses_between_batches(embedder: Embedder, tmp_path: Path) -> None:
+    """Seed 001's rate control: ``digest.batch_pause_s`` between two batches, none before
+    the first; the pause goes through the injected sleep, so the test does not wait."""
+    from memoryd.pipelines.digest import digest
+    from memoryd.pipelines.registry import PipelineContext
+    from memoryd.settings import DigestSettings
+
+    assert 0 < DigestSettings().batch_pause_s <= 2  # on by default, and small
+    for pause in (0.25, 0.0):
+        settings = pipeline_settings(
+            tmp_path / str(pause), digest={"max_batch_bytes": 1_000, "batch_pause_s": pause}
+        )
+        fill_diary(workspace(settings, "alpha"), DAY, 8)
+        fill_diary(workspace(settings, "beta"), DAY, 8)
+        slept: list[float] = []
+        with Memory(settings, embedder=embedder, clock=FixedClock(f"{DAY}T23:00:00+00:00")) as mem:
+            ctx = PipelineContext(
+                memory=mem, name="digest", run_id="r", clock=mem.clock, sleep=slept.append
+            )
+            result = digest(ctx)
+        assert result.status == "ok" and result.counts["batches"] >= 4
+        # across agents too: the LLM sees one batch per pause however the work is split
+        assert slept == ([pause] * (result.counts["batches"] - 1) if pause else [])

@@ -4,6 +4,7 @@ removals supersede."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,12 @@ import pytest
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.models import Event, Filters, State
+from memoryd.pipelines.decay import is_expired
 from memoryd.pipelines.runs import run_pipeline
 from memoryd.pipelines.sync import parse_entries, state_key
+from memoryd.search.decay import record_weight
 from memoryd.settings import Settings
+from memoryd.workspace.bootstrap import init_workspace
 from tests.pipelines_kit import FixedClock, pipeline_settings, workspace
 
 MEMORY_MD = """# MEMORY
@@ -66,6 +70,15 @@ def test_parse_entries() -> None:
     assert (entries[1].start_line, entries[1].end_line) == (5, 6)
 
 
+def test_wrapped_lines_are_one_entry_and_table_rows_are_not_joined() -> None:
+    text = "A paragraph that is\nwrapped over lines.\n| host | port |\n|---|---|\n| db | 5432 |\n"
+    assert [e.text for e in parse_entries(text)] == [
+        "A paragraph that is wrapped over lines.",
+        "| host | port |",
+        "| db | 5432 |",
+    ]
+
+
 def test_sync_adds_skips_updates_and_supersedes(mem: Memory, settings: Settings) -> None:
     root = workspace(settings, "alpha")
     path = root / "MEMORY.md"
@@ -116,3 +129,56 @@ def test_agents_without_memory_md_are_left_alone(mem: Memory, settings: Settings
     workspace(settings, "alpha")
     run = run_pipeline(mem, "sync")
     assert run.status == "ok" and run.counts == {}
+
+
+def test_the_init_template_is_not_memory_and_a_wrapped_paragraph_is_one(
+    mem: Memory, settings: Settings
+) -> None:
+    root = workspace(settings, "alpha")
+    init_workspace(root)
+    first = run_pipeline(mem, "sync")
+    assert first.status == "ok" and synced(mem) == {}  # boilerplate only: nothing to remember
+
+    path = root / "MEMORY.md"
+    path.write_text(
+        path.read_text() + "\nThe staging cluster is rebuilt every Sunday night, so anything\n"
+        "deployed there must be redeployed on Monday morning.\n"
+    )
+    run_pipeline(mem, "sync")
+    assert synced(mem) == {
+        "The staging cluster is rebuilt every Sunday night, so anything deployed there "
+        "must be redeployed on Monday morning.": "active"
+    }
+
+
+def test_synced_facts_are_evergreen(mem: Memory, settings: Settings) -> None:
+    mem.settings.decay.default_class = "tasks"  # even where uncategorised memories expire
+    (workspace(settings, "alpha") / "MEMORY.md").write_text(MEMORY_MD)
+    run_pipeline(mem, "sync")
+    api = mem.get(
+        mem.add("A note written through the API", user_id="default", agent_id="alpha")[0].id
+    )
+    records = [r for r in mem.store.iter_all(Filters()) if r.metadata.get("source") == "MEMORY.md"]
+    assert len(records) == 4 and all(r.metadata["evergreen"] is True for r in records)
+
+    years_later = mem.clock() + timedelta(days=3650)
+    assert all(record_weight(r, years_later, settings.search) == 1.0 for r in records)
+    assert record_weight(api, years_later, settings.search) < 0.01  # not MEMORY.md: decays
+    assert all(not is_expired(r, years_later, settings.decay) for r in records)
+    assert is_expired(api, years_later, settings.decay)
+
+
+def test_facts_synced_before_evergreen_are_marked_once(mem: Memory, settings: Settings) -> None:
+    path = workspace(settings, "alpha") / "MEMORY.md"
+    path.write_text(MEMORY_MD)
+    run_pipeline(mem, "sync")
+    old = next(r for r in mem.store.iter_all(Filters()) if "8230" in r.text)
+    # the state an older memoryd left: no evergreen flag, the old file hash
+    mem.update(old.id, metadata={"evergreen": False})
+    state = mem.store.kv_get(state_key("alpha"))
+    mem.store.kv_set(state_key("alpha"), {**state, "hash": "from-an-older-parser"})
+
+    run = run_pipeline(mem, "sync")
+    assert run.counts["marked_evergreen"] == 1 and run.counts["added"] == 0
+    assert mem.get(old.id).metadata["evergreen"] is True
+    assert run_pipeline(mem, "sync").counts == {"unchanged_files": 1}

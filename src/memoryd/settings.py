@@ -411,6 +411,8 @@ class DigestSettings(BaseModel):
     max_batch_bytes: int = Field(default=50_000, ge=1_000)  # section-aligned batches (seed 001)
     settle_minutes: float = Field(default=2.0, ge=0)  # the last section waits this long
     task_pass: bool = True  # second extraction with the task prompt -> category=task
+    # seed 001's rate control: seconds to wait between two batches (LLM calls) of a run; 0: none
+    batch_pause_s: float = Field(default=0.5, ge=0)
 
 
 class DreamSettings(BaseModel):

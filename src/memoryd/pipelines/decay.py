@@ -12,8 +12,10 @@ Expired memories are grouped by user, agent and category (at most
 ``max_group`` per group, oldest first) and each group is summarised into
 lessons: by the configured LLM, or extractively offline
 (:mod:`memoryd.pipelines.decay_summary`). The lessons are stored as shared
-``experience`` memories (every agent of the user finds them) and appended to
-the agent's ``memory/lessons.md``; the group's memories are archived (state
+``experience`` memories (every agent of the user finds them) and, when the user
+owns the workspaces (``workspace.user_id``), appended to the agent's
+``memory/lessons.md`` (another user's lessons never enter the owner's files);
+the group's memories are archived (state
 ``archived``, history event ``ARCHIVE``, actor ``decay:<run>``, a reason):
 out of default search, still found with ``--include-archived``, never deleted.
 
@@ -25,8 +27,12 @@ Safe to kill at any instant: a group's lessons and its archiving commit in one
 store transaction together with the journal entry for ``lessons.md``
 (:mod:`memoryd.pipelines.lessons_md`), and lesson ids are derived from the ids
 of the memories they summarise, so a re-run redoes exactly the groups that did
-not commit and never writes a lesson twice. ``memory/INDEX.md`` is regenerated
-at the end (:mod:`memoryd.pipelines.index_md`).
+not commit and never writes a lesson twice. A group that fails is recorded in
+the run and the others go on. ``memory/INDEX.md`` is regenerated at the end
+(:mod:`memoryd.pipelines.index_md`, from the owner's memories only).
+
+MEMORY.md is evergreen: memories synced from it (``metadata.evergreen``) never
+expire, whatever their category's class.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from memoryd.core import Memory
 from memoryd.errors import UpstreamError
 from memoryd.models import Event, Filters, MemoryRecord, Origin, State
 from memoryd.pipelines.decay_summary import llm_lessons, offline_lesson, touched_at
-from memoryd.pipelines.index_md import write_index
+from memoryd.pipelines.index_md import refresh_indexes
 from memoryd.pipelines.lessons_md import PendingBlock, flush, journal, lessons_path
 from memoryd.pipelines.lessons_text import clip
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
@@ -67,6 +73,8 @@ def ttl_of(record: MemoryRecord, settings: DecaySettings) -> tuple[str, float | 
 
 
 def is_expired(record: MemoryRecord, now: datetime, settings: DecaySettings) -> bool:
+    if record.metadata.get("evergreen") is True:
+        return False  # curated (MEMORY.md): kept until the file says otherwise
     _, days = ttl_of(record, settings)
     return days is not None and now - touched_at(record) >= timedelta(days=days)
 
@@ -180,14 +188,25 @@ def _lesson_agent(ctx: PipelineContext, agent_id: str | None) -> str:
     return agent_id or ctx.settings.decay.default_agent
 
 
+def _lessons_file(ctx: PipelineContext, group: Group) -> str | None:
+    """The ``lessons.md`` a group's lessons are appended to, or None for another user's.
+
+    A workspace and everything memoryd writes into it belong to ``workspace.user_id``
+    (its files are indexed as that user's chunks), so another user's lessons are
+    stored as their memories only, never written into the owner's files.
+    """
+    if group.user_id != ctx.user_id:
+        return None
+    return str(lessons_path(ctx.workspace(_lesson_agent(ctx, group.agent_id))))
+
+
 def apply_group(ctx: PipelineContext, group: Group, result: RunResult) -> None:
     """Store the group's lessons and archive its memories, all in one transaction."""
     memory = ctx.memory
     lessons, how = summarise(ctx, group, result)
     if lessons:
         memory.embed_texts(lessons)  # outside the transaction: the add inside hits the cache
-    ws = ctx.workspace(_lesson_agent(ctx, group.agent_id))
-    path = str(lessons_path(ws))
+    path = _lessons_file(ctx, group)
     day = local_today(ctx.settings.workspace, ctx.clock).isoformat()
     first, last = touched_at(group.members[0]), touched_at(group.members[-1])
     ids = [group.lesson_id(n) for n in range(len(lessons))]
@@ -212,7 +231,9 @@ def apply_group(ctx: PipelineContext, group: Group, result: RunResult) -> None:
                 },
             )
             if events and events[0].event == Event.ADD:
-                blocks.append(PendingBlock(lesson_id, path, _block(lesson_id, text, group, day)))
+                if path is not None:
+                    block = _block(lesson_id, text, group, day)
+                    blocks.append(PendingBlock(lesson_id, path, block))
                 result.count("lessons")
             else:
                 result.count("lessons_known")  # the same text is already a lesson here
@@ -227,6 +248,18 @@ def apply_group(ctx: PipelineContext, group: Group, result: RunResult) -> None:
             )
         journal(memory.store, NAME, blocks)
     result.count("archived", len(group.members))
+
+
+def preview_group(ctx: PipelineContext, group: Group, result: RunResult) -> None:
+    """What a dry run says about a group."""
+    lessons, _ = summarise(ctx, group, result)
+    result.count("would_archive", len(group.members))
+    result.count("would_write_lessons", len(lessons))
+    preview = clip(lessons[0], 240) if lessons else "(no lesson)"
+    result.note(
+        f"would archive {group.label} (class {group.ttl_class}, "
+        f"{group.ttl_days:g} days) into: {preview}"
+    )
 
 
 @pipeline(
@@ -247,28 +280,17 @@ def decay(ctx: PipelineContext) -> RunResult:
     result.count("expired", sum(len(g.members) for g in groups))
     result.count("groups", len(groups))
     touched: set[str] = set()
-    for group in groups:
-        touched.add(_lesson_agent(ctx, group.agent_id))
+
+    def decay_group(group: Group) -> None:
+        if group.user_id == ctx.user_id:
+            touched.add(_lesson_agent(ctx, group.agent_id))
         if ctx.dry_run:
-            lessons, _ = summarise(ctx, group, result)
-            result.count("would_archive", len(group.members))
-            result.count("would_write_lessons", len(lessons))
-            preview = clip(lessons[0], 240) if lessons else "(no lesson)"
-            result.note(
-                f"would archive {group.label} (class {group.ttl_class}, "
-                f"{group.ttl_days:g} days) into: {preview}"
-            )
-            continue
-        apply_group(ctx, group, result)
+            preview_group(ctx, group, result)
+        else:
+            apply_group(ctx, group, result)
+
+    ctx.each(result, groups, decay_group, label=lambda g: f"{g.label} of user {g.user_id}")
     if not ctx.dry_run:
         flush(store, NAME)
-    agents = sorted(touched | set(ctx.agents()))
-    for agent in agents:
-        try:
-            index = write_index(ctx.memory, ctx.workspace(agent), dry_run=ctx.dry_run)
-        except OSError as exc:
-            result.error(f"agent {agent}: memory/INDEX.md not written: {exc}")
-            continue
-        if index.changed:
-            result.count("would_update_index" if ctx.dry_run else "index_updated")
+    refresh_indexes(ctx, result, sorted(touched | set(ctx.agents())))
     return result

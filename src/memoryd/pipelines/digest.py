@@ -24,10 +24,17 @@ that did not commit, and a pass that did commit is not written twice. Before
 its first batch a run records where it means to stop (``digest:target:...``),
 so the run after a kill finishes those same batches even when what is left is
 under ``min_bytes``: the result is the uninterrupted run's, byte for byte.
+
+Rate control (seed 001: "batches with sleep between"): a run waits
+``digest.batch_pause_s`` (0.5 s; 0 turns it off) before each batch but its
+first, through ``ctx.sleep``. Each agent is digested on its own
+(:meth:`~memoryd.pipelines.registry.PipelineContext.each`): a batch that keeps
+failing holds back its own agent, recorded in the run, and no other.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
@@ -58,21 +65,48 @@ def target_key(agent: str, day: date) -> str:
     return f"digest:target:{agent}:{day.isoformat()}"
 
 
+@dataclass
+class Pacer:
+    """Waits ``digest.batch_pause_s`` before every batch of a run but the first."""
+
+    ctx: PipelineContext
+    started: bool = False
+
+    def before_batch(self) -> None:
+        pause = self.ctx.settings.digest.batch_pause_s
+        if self.started and pause > 0:
+            self.ctx.sleep(pause)
+        self.started = True
+
+
 @pipeline("digest", schedule="*/15 * * * *", description="new diary text -> short-term memory")
 def digest(ctx: PipelineContext) -> RunResult:
     """New diary sections -> short-term memory (and open tasks), exactly once."""
     result = RunResult()
     today = local_today(ctx.settings.workspace, ctx.clock)
-    for agent in ctx.agents():
+    pacer = Pacer(ctx)
+
+    def digest_agent(agent: str) -> None:
         ws = ctx.workspace(agent)
         for day in (today - timedelta(days=1), today):
-            result.merge(digest_diary(ctx, ws, day, day_over=day < today))
+            digest_diary(ctx, ws, day, day_over=day < today, result=result, pacer=pacer)
+
+    ctx.each(result, ctx.agents(), digest_agent)
     return result
 
 
-def digest_diary(ctx: PipelineContext, ws: Workspace, day: date, *, day_over: bool) -> RunResult:
-    """Digest what is new in one diary file."""
-    result = RunResult()
+def digest_diary(
+    ctx: PipelineContext,
+    ws: Workspace,
+    day: date,
+    *,
+    day_over: bool,
+    result: RunResult | None = None,
+    pacer: Pacer | None = None,
+) -> RunResult:
+    """Digest what is new in one diary file, counting into ``result`` (a new one by default)."""
+    result = RunResult() if result is None else result
+    pacer = pacer or Pacer(ctx)
     path = ws.diary_path(day)
     if not path.is_file():
         return result
@@ -87,7 +121,8 @@ def digest_diary(ctx: PipelineContext, ws: Workspace, day: date, *, day_over: bo
         offset = planned = 0
     if offset < planned:
         # a run was cut short: finish exactly the batches it planned, whatever the threshold
-        _run_batches(ctx, ws, day, rel, full, split_sections(full[offset:planned], offset), result)
+        planned_sections = split_sections(full[offset:planned], offset)
+        _run_batches(ctx, ws, day, rel, full, planned_sections, result, pacer)
         offset = planned
     if len(full) == offset:
         return result
@@ -112,7 +147,7 @@ def digest_diary(ctx: PipelineContext, ws: Workspace, day: date, *, day_over: bo
         return result
     if not ctx.dry_run:
         store.kv_set(target_key(ws.agent_id, day), ready[-1].end)
-    _run_batches(ctx, ws, day, rel, full, ready, result)
+    _run_batches(ctx, ws, day, rel, full, ready, result, pacer)
     return result
 
 
@@ -124,7 +159,9 @@ def _run_batches(
     full: bytes,
     sections: list[Section],
     result: RunResult,
+    pacer: Pacer | None = None,
 ) -> None:
+    pacer = pacer or Pacer(ctx)
     for batch in batches(sections, ctx.settings.digest.max_batch_bytes):
         if ctx.dry_run:
             result.count("batches")
@@ -134,7 +171,7 @@ def _run_batches(
                 f"into short-term run {day.isoformat()}"
             )
             continue
-        _digest_batch(ctx, ws, day, rel, full, batch, result)
+        _digest_batch(ctx, ws, day, rel, full, batch, result, pacer)
         ctx.memory.store.kv_set(offset_key(ws.agent_id, day), batch.end)
 
 
@@ -146,11 +183,13 @@ def _digest_batch(
     full: bytes,
     batch: Batch,
     result: RunResult,
+    pacer: Pacer,
 ) -> None:
     text = plain_text(batch.text)
     if not any(line.strip() and not line.startswith("#") for line in text.splitlines()):
         result.count("empty_batches")
         return  # only headings: nothing to extract, just move past it
+    pacer.before_batch()
     first, last = line_range(full, batch)
     bkey = batch.key("digest", ws.agent_id, rel)
 

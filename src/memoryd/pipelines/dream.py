@@ -89,20 +89,26 @@ def journal_key(run_id: str) -> str:
 def dream(ctx: PipelineContext) -> RunResult:
     """Yesterday's diary and short-term memory older than a week -> long-term."""
     result = RunResult()
-    for agent in ctx.agents():
-        ws = ctx.workspace(agent)
-        d = dream_agent(ctx, ws)
-        for k, v in d.counts().items():
-            result.count(k, v)
-        if d.aborted:
-            result.error(f"{agent}: {d.aborted}")
-        if d.dry_run:
-            result.notes.extend(render_report(d).splitlines())
-            continue
-        if d.days or d.consolidated or d.aborted:
-            if ctx.settings.dream.report:
-                write_report(d, ws)
-            audit_dream(ctx.settings, d)
+    ctx.each(result, ctx.agents(), lambda agent: dream_and_report(ctx, agent))
+    return result
+
+
+def dream_and_report(ctx: PipelineContext, agent: str) -> RunResult:
+    """One agent's dream, its ``DREAMS.md`` report and its audit line."""
+    result = RunResult()
+    ws = ctx.workspace(agent)
+    d = dream_agent(ctx, ws)
+    for k, v in d.counts().items():
+        result.count(k, v)
+    if d.aborted:
+        result.error(f"{agent}: {d.aborted}")
+    if d.dry_run:
+        result.notes.extend(render_report(d).splitlines())
+        return result
+    if d.days or d.consolidated or d.aborted:
+        if ctx.settings.dream.report:
+            write_report(d, ws)
+        audit_dream(ctx.settings, d)
     return result
 
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, State
+from memoryd.pipelines.registry import PipelineContext, RunResult
 from memoryd.workspace.layout import Workspace, classify
 
 INDEX_FILE = "INDEX.md"
@@ -41,17 +43,23 @@ def index_path(ws: Workspace) -> Path:
 def render_index(memory: Memory, ws: Workspace, *, max_bytes: int, recent: int) -> str:
     """The text of ``memory/INDEX.md`` for ``ws``'s agent, at most ``max_bytes`` bytes.
 
+    Only the workspace owner's (``workspace.user_id``) memories are counted and
+    listed: the file is indexed as the owner's workspace chunk, so anything of
+    another user in it would leak into the owner's searches.
+
     When everything does not fit, recent items go first, then the smallest
     categories and the last topic links, each replaced by a "… more" line.
     """
     agent = ws.agent_id
+    owner = ws.settings.user_id  # the file is indexed as this user's chunks: only their memories
     store = memory.store
-    mine = Filters(agent_id=agent, origins=_WRITTEN)
+    mine = Filters(user_id=owner, agent_id=agent, origins=_WRITTEN)
     by_category = store.counts_by("category", mine)
     active = sum(by_category.values())
     archived = store.count(mine.model_copy(update={"states": [State.ARCHIVED]}))
     shared_cats = list(memory.settings.search.shared_categories)
-    shared = store.count(Filters(categories=shared_cats, origins=_WRITTEN)) if shared_cats else 0
+    pool = Filters(user_id=owner, categories=shared_cats, origins=_WRITTEN)
+    shared = store.count(pool) if shared_cats else 0
     categories = sorted(by_category.items(), key=lambda kv: (-kv[1], kv[0]))
     newest = store.list(mine, limit=recent) if recent else []
     topics = _topic_links(ws)
@@ -134,6 +142,17 @@ def write_index(memory: Memory, ws: Workspace, *, dry_run: bool = False) -> Inde
     if changed and not dry_run:
         replace_atomic(path, data)
     return IndexResult(path, changed, len(data))
+
+
+def refresh_indexes(ctx: PipelineContext, result: RunResult, agents: Iterable[str]) -> None:
+    """Regenerate each agent's ``memory/INDEX.md``, one agent's failure isolated."""
+
+    def refresh(agent: str) -> None:
+        index = write_index(ctx.memory, ctx.workspace(agent), dry_run=ctx.dry_run)
+        if index.changed:
+            result.count("would_update_index" if ctx.dry_run else "index_updated")
+
+    ctx.each(result, agents, refresh, label="agent {}: memory/INDEX.md".format)
 
 
 def replace_atomic(path: Path, data: bytes) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from memoryd.errors import InvalidInputError, UpstreamError
 from memoryd.models import Event, Origin
-from memoryd.pipelines.index_md import write_index
+from memoryd.pipelines.index_md import refresh_indexes
 from memoryd.pipelines.lessons_extract import Lesson, find_duplicate, llm_lesson, offline_lesson
 from memoryd.pipelines.lessons_md import PendingBlock, flush, journal, lessons_path
 from memoryd.pipelines.lessons_sessions import Episode, ScanState, scan
@@ -219,6 +219,33 @@ def process_file(
     return nxt
 
 
+def lessons_from_sessions(ctx: PipelineContext, agent: str, result: RunResult) -> bool:
+    """Scan ``agent``'s transcripts into ``result``; whether it found a new lesson."""
+    store = ctx.memory.store
+    directory = sessions_dir(ctx.settings, agent)
+    if not directory.is_dir():
+        if ctx.agent is not None:
+            result.note(f"agent {agent}: no session transcripts at {directory}")
+        return False
+    states = dict(store.kv_get(_state_key(agent)) or {})
+    before = result.counts.get("lessons", 0) + result.counts.get("would_store", 0)
+    for path in sorted(directory.glob("*.jsonl")):
+        if not path.is_file():
+            continue
+        result.count("sessions")
+        try:
+            nxt = process_file(ctx, agent, path, ScanState.from_json(states.get(path.name)), result)
+        except OSError as exc:
+            result.error(f"agent {agent}: cannot read {path.name}: {exc}")
+            continue
+        states[path.name] = nxt.to_json()
+        if not ctx.dry_run:
+            store.kv_set(_state_key(agent), states)
+    if not ctx.dry_run:
+        flush(store, NAME)
+    return result.counts.get("lessons", 0) + result.counts.get("would_store", 0) > before
+
+
 @pipeline(
     NAME,
     schedule="45 3 * * *",
@@ -233,38 +260,11 @@ def lessons(ctx: PipelineContext) -> RunResult:
         if recovered:
             result.count("lessons_md_recovered", recovered)
     touched: list[str] = []
-    for agent in session_agents(ctx):
-        directory = sessions_dir(ctx.settings, agent)
-        if not directory.is_dir():
-            if ctx.agent is not None:
-                result.note(f"agent {agent}: no session transcripts at {directory}")
-            continue
-        states = dict(store.kv_get(_state_key(agent)) or {})
-        before = result.counts.get("lessons", 0) + result.counts.get("would_store", 0)
-        for path in sorted(directory.glob("*.jsonl")):
-            if not path.is_file():
-                continue
-            result.count("sessions")
-            try:
-                nxt = process_file(
-                    ctx, agent, path, ScanState.from_json(states.get(path.name)), result
-                )
-            except OSError as exc:
-                result.error(f"agent {agent}: cannot read {path.name}: {exc}")
-                continue
-            states[path.name] = nxt.to_json()
-            if not ctx.dry_run:
-                store.kv_set(_state_key(agent), states)
-        if not ctx.dry_run:
-            flush(store, NAME)
-        if result.counts.get("lessons", 0) + result.counts.get("would_store", 0) > before:
+
+    def lessons_agent(agent: str) -> None:
+        if lessons_from_sessions(ctx, agent, result):
             touched.append(agent)
-    for agent in touched:
-        try:
-            index = write_index(ctx.memory, ctx.workspace(agent), dry_run=ctx.dry_run)
-        except OSError as exc:
-            result.error(f"agent {agent}: memory/INDEX.md not written: {exc}")
-            continue
-        if index.changed:
-            result.count("would_update_index" if ctx.dry_run else "index_updated")
+
+    ctx.each(result, session_agents(ctx), lessons_agent)
+    refresh_indexes(ctx, result, touched)
     return result

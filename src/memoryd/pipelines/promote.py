@@ -166,8 +166,7 @@ def promote(ctx: PipelineContext) -> RunResult:
     """Memories recalled often, for several questions, on several days -> MEMORY.md."""
     ctx.memory.recalls.flush()
     result = RunResult()
-    for agent in ctx.agents():
-        result.merge(promote_agent(ctx, ctx.workspace(agent)))
+    ctx.each(result, ctx.agents(), lambda agent: promote_agent(ctx, ctx.workspace(agent)))
     return result
 
 
@@ -183,6 +182,8 @@ def candidates(ctx: PipelineContext, agent: str) -> list[Candidate]:
         record = records.get(recall.memory_id)
         if record is None or record.state != State.ACTIVE or record.origin == Origin.CHUNK:
             continue
+        if record.user_id != ctx.user_id:
+            continue  # MEMORY.md is the workspace owner's: another user's memory never goes in
         if record.metadata.get("source") == "MEMORY.md" or "\n" in record.text.strip():
             continue
         if len(record.text) > MAX_LINE_CHARS or _norm(record.text) in done:

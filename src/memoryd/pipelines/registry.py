@@ -38,6 +38,12 @@ The API (kept stable; other modules register into it):
 * Raising fails the run (recorded with the error); a problem with one agent
   that should not stop the others goes into ``result.errors`` instead, which
   also marks the run ``error`` but keeps the counts.
+* A loop over agents (or other independent units: decay groups) goes through
+  ``ctx.each(result, agents, step)``: a step that raises is logged with its
+  traceback and recorded in ``result.errors`` as ``agent NAME: ...``, and the
+  loop goes on with the next one, so one broken agent never blocks the others.
+  When some units failed and others ran through, the run's status is
+  ``partial``; when every unit failed it is ``error``.
 
 Running (lock, run record, interrupted runs) is :mod:`memoryd.pipelines.runs`'s
 job; scheduling is :mod:`memoryd.pipelines.scheduler`'s.
@@ -47,10 +53,11 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoryd.errors import InvalidInputError, NotFoundError
 
@@ -60,6 +67,8 @@ if TYPE_CHECKING:
     from memoryd.workspace import Workspace
 
 Clock = Callable[[], datetime]
+Sleep = Callable[[float], None]
+T = TypeVar("T")
 
 #: Modules that define the built-in pipelines; imported lazily, in this order. A module
 #: that does not exist yet (a pipeline still being written) is skipped.
@@ -76,12 +85,16 @@ BUILTIN_MODULES = (
 @dataclass
 class RunResult:
     """What one run did: ``counts`` (e.g. ``{"batches": 3, "added": 12}``), ``notes``
-    (human-readable lines: what was skipped and why, what a dry run would do) and
-    ``errors`` (problems that did not stop the run; any makes its status ``error``)."""
+    (human-readable lines: what was skipped and why, what a dry run would do),
+    ``errors`` (problems that did not stop the run; any makes its status ``error``),
+    and, from :meth:`PipelineContext.each`, the units (agents) that ``failed`` and
+    how many ``succeeded``: some of each makes the status ``partial``."""
 
     counts: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    succeeded: int = 0
 
     def count(self, key: str, n: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
@@ -97,9 +110,13 @@ class RunResult:
             self.count(k, v)
         self.notes.extend(other.notes)
         self.errors.extend(other.errors)
+        self.failed.extend(other.failed)
+        self.succeeded += other.succeeded
 
     @property
     def status(self) -> str:
+        if self.failed and self.succeeded:
+            return "partial"
         return "error" if self.errors else "ok"
 
 
@@ -116,6 +133,7 @@ class PipelineContext:
     agent: str | None = None  # only this agent; None: every known agent
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("memoryd.pipelines"))
     options: dict[str, Any] = field(default_factory=dict)  # pipeline-specific, e.g. from the CLI
+    sleep: Sleep = time.sleep  # rate-control pauses (digest); tests pass one that records
 
     @property
     def settings(self) -> Settings:
@@ -146,6 +164,40 @@ class PipelineContext:
         from memoryd.workspace import resolve_workspace
 
         return resolve_workspace(self.memory.settings, agent_id, self.memory.store)
+
+    def each(
+        self,
+        result: RunResult,
+        units: Iterable[T],
+        step: Callable[[T], RunResult | None],
+        *,
+        label: Callable[[T], str] = "agent {}".format,
+    ) -> None:
+        """Run ``step`` for each unit, isolated: one that raises does not stop the rest.
+
+        A returned :class:`RunResult` is merged into ``result``. A failure is logged
+        with its traceback and recorded as ``"<label>: <error>"`` in ``result.errors``
+        (and the label in ``result.failed``); the unit's progress stays where its last
+        commit left it, so the next run retries exactly that unit. Any exception is
+        caught, not only the expected ones: a bug that hits one agent's data must not
+        stop every other agent, and the run record says what failed.
+        """
+        for unit in units:
+            who = label(unit)
+            try:
+                part = step(unit)
+            except Exception as exc:  # isolated and recorded, never hidden (see above)
+                self.log.exception("%s: %s failed; going on with the others", self.name, who)
+                message = f"{type(exc).__name__}: {exc}"
+                result.error(
+                    f"{who}: {message[:500]} (the others went on; "
+                    f"`memoryd run {self.name}` retries it, the log has the traceback)"
+                )
+                result.failed.append(who)
+                continue
+            if part is not None:
+                result.merge(part)
+            result.succeeded += 1
 
 
 PipelineFn = Callable[[PipelineContext], RunResult]

@@ -12,9 +12,10 @@ pipelines`` and ``GET /v1/pipelines`` read::
      "started_at": "...", "finished_at": "...", "status": "ok", "counts": {...},
      "notes": [...], "errors": [...], "error": null, "dry_run": false, "trigger": "schedule"}
 
-``status`` is ``running``, ``ok``, ``error``, ``skipped`` (another process held the
-lock) or ``interrupted`` (the process died: found still ``running`` by the next
-run that got the lock). ``pipelines:last`` maps each pipeline to the start of its
+``status`` is ``running``, ``ok``, ``partial`` (some agents failed, the others
+ran through: ``errors`` has one ``agent NAME: ...`` line per failed agent),
+``error``, ``skipped`` (another process held the lock) or ``interrupted`` (the
+process died: found still ``running`` by the next run that got the lock). ``pipelines:last`` maps each pipeline to the start of its
 last real (not dry) run, which the scheduler uses to catch up missed runs.
 """
 

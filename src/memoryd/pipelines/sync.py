@@ -5,9 +5,13 @@ so it goes straight to long-term memory (no ``run_id``, no extraction, no LLM),
 and a file whose hash has not changed since the last sync costs nothing.
 
 Each entry of the file (a bullet with its indented continuation lines, a
-paragraph line, a fenced code block; headings give context, comments are
-skipped) becomes one long-term memory with ``metadata.source = "MEMORY.md"``
-and ``metadata.source_line_hash``. The mapping entry hash -> memory id is kept
+paragraph with its wrapped lines joined, a table row, a fenced code block;
+headings give context, comments are skipped) becomes one long-term memory with
+``metadata.source = "MEMORY.md"``, ``metadata.source_line_hash`` and
+``metadata.evergreen`` (curated knowledge: no time decay in search, no TTL
+decay; it goes when the line goes). The boilerplate of the ``memoryd init``
+template (:data:`~memoryd.workspace.bootstrap` ``MEMORY.md``) is not memory
+and is skipped. The mapping entry hash -> memory id is kept
 in kv ``sync:<agent>``, so a changed file reconciles deterministically:
 
 * an entry that is still there is left alone;
@@ -18,7 +22,8 @@ in kv ``sync:<agent>``, so a changed file reconciles deterministically:
 * a new entry is added.
 
 All writes and the new mapping commit in one transaction: a run killed at any
-point leaves either the old state or the new one.
+point leaves either the old state or the new one. The stored file hash covers
+:data:`FORMAT` too, so a file synced by an older parser is read once more.
 """
 
 from __future__ import annotations
@@ -27,13 +32,17 @@ import difflib
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from memoryd.models import MemoryRecord, Origin, Source, State
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.workspace import Workspace
+from memoryd.workspace.bootstrap import template_text
 
 EDIT_SIMILARITY = 0.6
+#: Mixed into the stored file hash: bump it when parsing changes, so every file is re-read.
+FORMAT = b"memoryd-sync-2\n"
 _BULLET = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -60,6 +69,7 @@ def parse_entries(content: str) -> list[Entry]:
     entries: list[Entry] = []
     headings: list[tuple[int, str]] = []
     current: list[str] = []
+    paragraph = False  # current is a paragraph: a following plain line is one of its lines
     start = 0
     end = 0
     in_comment = False
@@ -106,15 +116,18 @@ def parse_entries(content: str) -> list[Entry]:
             flush()
             continue
         bullet = _BULLET.match(line)
+        row = stripped.startswith("|")  # table rows are one entry each
         if bullet:
             flush()
             current, start, end = [line[bullet.end() :]], n, n
-        elif current and raw[:1] in (" ", "\t"):
-            current.append(stripped)  # continuation of the bullet above
+            paragraph = False
+        elif current and (raw[:1] in (" ", "\t") or (paragraph and not row)):
+            current.append(stripped)  # continuation of the bullet or paragraph above
             end = n
         else:
             flush()
             current, start, end = [stripped], n, n
+            paragraph = not row
     if fence is not None:
         current, start, end = ["\n".join(fence)], fence_start, fence_start + len(fence) - 1
     flush()
@@ -127,6 +140,12 @@ def parse_entries(content: str) -> list[Entry]:
     return unique
 
 
+@cache
+def template_keys() -> frozenset[str]:
+    """The entries of the ``memoryd init`` MEMORY.md template: boilerplate, not memory."""
+    return frozenset(e.key for e in parse_entries(template_text("MEMORY.md")))
+
+
 def state_key(agent: str) -> str:
     return f"sync:{agent}"
 
@@ -135,8 +154,7 @@ def state_key(agent: str) -> str:
 def sync(ctx: PipelineContext) -> RunResult:
     """Each agent's MEMORY.md -> long-term memory, skipped when unchanged."""
     result = RunResult()
-    for agent in ctx.agents():
-        result.merge(sync_agent(ctx, ctx.workspace(agent)))
+    ctx.each(result, ctx.agents(), lambda agent: sync_agent(ctx, ctx.workspace(agent)))
     return result
 
 
@@ -146,18 +164,26 @@ def sync_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     if not path.is_file():
         return result
     raw = path.read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = hashlib.sha256(FORMAT + raw).hexdigest()
     store = ctx.memory.store
     state = store.kv_get(state_key(ws.agent_id)) or {}
     if state.get("hash") == digest:
         result.count("unchanged_files")
         return result
-    entries = parse_entries(raw.decode("utf-8", "replace"))
+    boilerplate = template_keys()
+    entries = [e for e in parse_entries(raw.decode("utf-8", "replace")) if e.key not in boilerplate]
     old: dict[str, str] = dict(state.get("lines") or {})
     wanted = {e.key: e for e in entries}
     removed = [k for k in old if k not in wanted]
     added = [e for e in entries if e.key not in old]
+    kept = {old[k]: wanted[k] for k in old if k in wanted}
     texts = {r.id: r for r in ctx.memory.store.get_many([old[k] for k in removed])}
+    # synced before MEMORY.md memories were marked evergreen: mark them now, once
+    unmarked = [
+        r
+        for r in ctx.memory.store.get_many(list(kept))
+        if r.state == State.ACTIVE and r.metadata.get("evergreen") is not True
+    ]
     edits = _pair_edits(removed, added, old, texts)
     paired_new = {e.key for _, e in edits}
     paired_old = {k for k, _ in edits}
@@ -168,6 +194,8 @@ def sync_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     result.count("added", len(fresh))
     result.count("updated", len(edits))
     result.count("removed", len(gone))
+    if unmarked:
+        result.count("marked_evergreen", len(unmarked))
     if ctx.dry_run:
         for e in fresh:
             result.note(f"{ws.agent_id}: would add {e.text[:100]!r}")
@@ -213,6 +241,13 @@ def sync_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
                     reason=f"edited in {rel}",
                 )
             lines[e.key] = mid
+        for record in unmarked:
+            ctx.memory.update(
+                record.id,
+                metadata=_meta(kept[record.id]),
+                actor=ctx.actor,
+                reason=f"synced from {rel}: evergreen",
+            )
         for k in gone:
             record = texts.get(old[k])
             if record is not None and record.state == State.ACTIVE:
@@ -250,7 +285,12 @@ def _pair_edits(
 
 
 def _meta(e: Entry) -> dict[str, Any]:
-    return {"source": "MEMORY.md", "source_line_hash": e.key, "section": e.section}
+    return {
+        "source": "MEMORY.md",
+        "source_line_hash": e.key,
+        "section": e.section,
+        "evergreen": True,  # curated, like MEMORY.md's own chunks: never time-decayed
+    }
 
 
 def _context(e: Entry) -> str | None:
