@@ -276,7 +276,9 @@ def test_workspace_search_returns_turns_within_a_token_budget(memory: Memory) ->
     ws = resolve_workspace(memory.settings, "alpha", memory.store)
     index_workspace(memory, ws)
     hits = memory_search(memory, ws, "which deploy failed and was rolled back")
-    tokens = sum(memory.embedder.count_tokens(h.hit.record.text) for h in hits)
+    shown = [h.to_json()["snippet"] for h in hits]
+    assert all(text.startswith("user: ") or text.startswith("assistant: ") for text in shown)
+    tokens = sum(memory.embedder.count_tokens(text) for text in shown)
     # OpenClaw's 6 hits of ~700 characters cost ~1,000 tokens; turn-sized hits fit many more
     assert len(hits) > 6 and tokens <= ws.settings.result_tokens
     assert all(

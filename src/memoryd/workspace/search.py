@@ -22,6 +22,7 @@ import numpy as np
 
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
+from memoryd.workspace.chunking import turn_words
 from memoryd.workspace.layout import Workspace
 
 
@@ -34,6 +35,15 @@ def snippet(text: str, limit: int = 700) -> str:
     return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
 
 
+def said(record: MemoryRecord) -> str:
+    """What a chunk says, for reading: a diary turn as "Speaker: words" without its
+    list markup (``memory_get`` on the citation still returns the exact lines)."""
+    speaker = record.metadata.get("speaker")
+    if record.origin == Origin.CHUNK and isinstance(speaker, str):
+        return f"{speaker}: {turn_words(record.text)}"
+    return record.text
+
+
 def citation_fields(record: MemoryRecord, snippet_chars: int = 700) -> dict[str, Any]:
     """``citation`` and ``snippet`` for a hit that came from a file; nothing otherwise.
 
@@ -43,7 +53,7 @@ def citation_fields(record: MemoryRecord, snippet_chars: int = 700) -> dict[str,
         return {}
     return {
         "citation": record.source.citation,
-        "snippet": snippet(record.text, snippet_chars),
+        "snippet": snippet(said(record), snippet_chars),
         "path": record.source.path,
         "start_line": record.source.start_line,
         "end_line": record.source.end_line,
@@ -97,7 +107,7 @@ def memory_search(
     out: list[WorkspaceHit] = []
     used = 0
     for hit in hits[:k]:
-        cost = memory.embedder.count_tokens(snippet(hit.record.text, settings.snippet_chars))
+        cost = memory.embedder.count_tokens(snippet(said(hit.record), settings.snippet_chars))
         if out and budget is not None and used + cost > budget:
             break
         out.append(WorkspaceHit(hit))
