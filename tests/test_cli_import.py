@@ -94,3 +94,11 @@ def test_import_refuses_a_broken_file_and_stores_nothing(home: Path, tmp_path: P
     assert _turns(home, "x") == []
     missing = CliRunner().invoke(app, ["import-transcript", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 2 and "cannot read" in " ".join(missing.output.split())
+
+
+def test_errors_are_never_wrapped_for_scripts(home: Path, tmp_path: Path) -> None:
+    deep = tmp_path / ("a-rather-long-directory-name-" * 6) / "missing-transcript.jsonl"
+    result = CliRunner().invoke(app, ["import-transcript", str(deep)])
+    assert result.exit_code == 2
+    # one line per message, whatever the path's length (Rich wrapped at 80 columns)
+    assert f"cannot read {deep}" in result.output.splitlines()[0]

@@ -33,8 +33,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err = Console(stderr=True)
+console = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
+err = Console(stderr=True, soft_wrap=True)
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="user id (scope)")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", "-a", help="agent id (scope)")]

@@ -21,8 +21,8 @@ from memoryd.errors import InvalidInputError, MemorydError
 from memoryd.settings import Settings
 from memoryd.store import open_store
 
-_out = Console()
-_err = Console(stderr=True)
+_out = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
+_err = Console(stderr=True, soft_wrap=True)
 
 PathArg = Annotated[Path, typer.Argument(help="file path")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]

@@ -21,8 +21,8 @@ from memoryd.core import Memory
 from memoryd.errors import MemorydError
 from memoryd.settings import Settings
 
-console = Console()
-err = Console(stderr=True)
+console = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
+err = Console(stderr=True, soft_wrap=True)
 dream_app = typer.Typer(help="The nightly dream: undo a run.", no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]

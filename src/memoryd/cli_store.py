@@ -24,8 +24,8 @@ store_app = typer.Typer(
     help="Store maintenance: copy a store between SQLite and PostgreSQL.",
     no_args_is_help=True,
 )
-_out = Console()
-_err = Console(stderr=True)
+_out = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
+_err = Console(stderr=True, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -248,7 +248,7 @@ class WorkspaceSettings(BaseModel):
     debounce_ms: int = 300  # quiet time before a burst of file changes is indexed
     # memory_search: hits until ``result_tokens`` of returned text (OpenClaw's 6 hits of
     # ~700 characters cost about that), at most ``max_results``; min_score as OpenClaw's
-    max_results: int = Field(default=30, ge=1, le=100)
+    max_results: int = Field(default=50, ge=1, le=100)
     result_tokens: int = Field(default=1000, ge=1)
     min_score: float = 0.35
     mmr: bool = False  # maximal marginal relevance re-ranking of workspace hits

@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
 def _fail(exc: MemorydError) -> NoReturn:
     from rich.console import Console
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     err.print(f"[red]error:[/red] {exc.message}")
     if exc.hint:
         err.print(f"[yellow]hint:[/yellow] {exc.hint}")
