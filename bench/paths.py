@@ -1,0 +1,422 @@
+"""Recall through the paths users take, end to end over HTTP.
+
+Each path starts a real ``memoryd serve`` (temporary home, free loopback port,
+shipped defaults, no LLM), sends a dataset's conversations the way a user or an
+agent would, then asks every question through the search route that path's
+users call, and checks which evidence turns come back:
+
+* ``api-messages``: ``POST /memory/add`` with ``messages`` (``name``,
+  ``timestamp``), ``infer: false``, one call per session; ``POST /memory/search``.
+* ``api-text``: ``POST /memory/add`` with ``text`` "Speaker: words", one turn per
+  call, ``infer: false``; ``POST /memory/search``.
+* ``diary``: ``POST /v1/diary`` per exchange (two consecutive turns, as the
+  OpenClaw plugin sends a finished turn), with the session's ``timestamp``;
+  ``POST /v1/memory_search`` with the shipped defaults (what the OpenClaw
+  plugin's ``memory_search`` returns).
+* ``digest-facts``: the diary written today, then ``memoryd run digest`` (offline
+  extractor);
+  ``POST /memory/search`` over the facts, each mapped to turns by the line it
+  cites.
+
+Metrics, over categories that are not adversarial (and adversarial apart):
+evidence recall@5/10/25 (the fraction of a question's evidence turns among the
+first k hits), recall within 250/500/1,000/2,000 tokens of returned text
+(hits are read in order and their text, as returned, costs model tokens), and
+the p50/p95 latency of the search call as the client sees it. Conversations are
+split in two halves: ``tune`` (the first) and ``heldout`` (the second).
+
+    python bench/paths.py --dataset locomo --paths api-messages,diary --out FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from _common import REPO_ROOT, loadavg, machine_info, percentile_ms
+from datasets import Conversation, load
+from memoryd.embed import create_embedder
+from memoryd.settings import EmbedSettings
+
+K = (5, 10, 25)
+BUDGETS = (250, 500, 1000, 2000)
+ADVERSARIAL = "adversarial"
+Hit = dict[str, Any]
+
+
+# -- the server ---------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """``memoryd serve`` on a temporary home; shipped defaults, no scheduler."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")},
+            "MEMORYD_HOME": str(home),
+            "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(home / "openclaw"),  # never the real one
+            "MEMORYD_PIPELINES__SCHEDULER": "false",
+        }
+        self.env = env
+        self.log = (home / "server.log").open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memoryd.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self.http = httpx.Client(base_url=self.url, timeout=120)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"memoryd serve exited early; see {home / 'server.log'}")
+            try:
+                if self.http.get("/health").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise SystemExit("memoryd serve did not answer /health in 120 s")
+
+    def post(self, route: str, body: dict[str, Any]) -> Any:
+        r = self.http.post(route, json=body)
+        if r.status_code >= 400:
+            raise SystemExit(f"{route} answered {r.status_code}: {r.text[:500]}")
+        return r.json()
+
+    def close(self) -> None:
+        self.http.close()
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+# -- the paths: ingest, then a search that returns (hits, the turn ids of each hit) ---------------
+Search = Callable[[Conversation, str], tuple[list[Hit], list[set[str]]]]
+
+
+def api_messages(srv: Server, convs: list[Conversation]) -> Search:
+    turn_of: dict[str, str] = {}
+    for conv in convs:
+        for session in conv.sessions:
+            if not session.turns:
+                continue
+            when = session.at.isoformat() if session.at else None
+            messages = [
+                {"role": "user", "name": t.speaker, "content": t.text, "timestamp": when}
+                for t in session.turns
+            ]
+            results = srv.post(
+                "/memory/add",
+                {
+                    "user_id": conv.id,
+                    "messages": messages,
+                    "infer": False,
+                    "metadata": {"session": session.id},
+                },
+            )["results"]
+            for n, r in enumerate(results):
+                index = r.get("message", n)
+                if r.get("id"):
+                    turn_of.setdefault(r["id"], session.turns[index].id)
+    return _memory_search(srv, turn_of)
+
+
+def api_text(srv: Server, convs: list[Conversation]) -> Search:
+    turn_of: dict[str, str] = {}
+    for conv in convs:
+        for session in conv.sessions:
+            for t in session.turns:
+                results = srv.post(
+                    "/memory/add",
+                    {"user_id": conv.id, "text": f"{t.speaker}: {t.text}", "infer": False},
+                )["results"]
+                for r in results:
+                    if r.get("id"):
+                        turn_of.setdefault(r["id"], t.id)
+    return _memory_search(srv, turn_of)
+
+
+def _memory_search(srv: Server, turn_of: dict[str, str]) -> Search:
+    def search(conv: Conversation, query: str) -> tuple[list[Hit], list[set[str]]]:
+        body = {"query": query, "user_id": conv.id, "top_k": 25, "time_decay": False}
+        hits = srv.post("/memory/search", body)["results"]
+        for h in hits:
+            h["shown"] = h["memory"]
+        return hits, [{turn_of[h["id"]]} if h["id"] in turn_of else set() for h in hits]
+
+    return search
+
+
+def diary(srv: Server, convs: list[Conversation]) -> Search:
+    lines = _write_diaries(srv, convs)
+
+    def search(conv: Conversation, query: str) -> tuple[list[Hit], list[set[str]]]:
+        hits = srv.post("/v1/memory_search", {"agent_id": conv.id, "query": query})["results"]
+        for h in hits:
+            h["shown"] = h["snippet"]
+        return hits, [_cited(lines, conv.id, h) for h in hits]
+
+    return search
+
+
+def digest_facts(srv: Server, convs: list[Conversation]) -> Search:
+    # the digest reads today's diary as it grows, so the turns are said today here
+    lines = _write_diaries(srv, convs, dated=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "memoryd.cli", "run", "digest"],
+        env={**srv.env, "MEMORYD_DIGEST__MIN_BYTES": "0", "MEMORYD_DIGEST__SETTLE_MINUTES": "0"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if run.returncode not in (0, 1):
+        raise SystemExit(f"memoryd run digest failed: {run.stderr[-2000:]}")
+
+    def search(conv: Conversation, query: str) -> tuple[list[Hit], list[set[str]]]:
+        body = {
+            "query": query,
+            "user_id": "default",
+            "agent_id": conv.id,
+            "top_k": 25,
+            "time_decay": False,
+            "filters": {"origin": "fact"},
+        }
+        hits = srv.post("/memory/search", body)["results"]
+        for h in hits:
+            h["shown"] = h["memory"]
+            if h.get("citation") is None and h.get("source"):
+                h["citation"] = h["source"]
+        return hits, [_cited(lines, conv.id, h) for h in hits]
+
+    return search
+
+
+def _write_diaries(
+    srv: Server, convs: list[Conversation], *, dated: bool = True
+) -> dict[tuple[str, str, int], str]:
+    """Post every exchange to the diary (on the session's day, or today when not
+    ``dated``); returns (agent, path, line) -> turn id."""
+    for conv in convs:
+        for session in conv.sessions:
+            when = session.at.isoformat() if session.at and dated else None
+            for i in range(0, len(session.turns), 2):
+                pair = session.turns[i : i + 2]
+                messages = [
+                    {"role": role, "name": t.speaker, "content": t.text}
+                    for role, t in zip(("user", "assistant"), pair, strict=False)
+                ]
+                srv.post(
+                    "/v1/diary",
+                    {
+                        "agent_id": conv.id,
+                        "user_id": "default",
+                        "session_id": session.id,
+                        "turn_id": f"{session.id}-{i}",
+                        "timestamp": when,
+                        "messages": messages,
+                    },
+                )
+        srv.post("/v1/index", {"agent_id": conv.id})
+    return _line_map(srv.home, convs)
+
+
+def _line_map(home: Path, convs: list[Conversation]) -> dict[tuple[str, str, int], str]:
+    """Which turn each diary line holds: a turn's words found on a ``- **`` line."""
+    out: dict[tuple[str, str, int], str] = {}
+    for conv in convs:
+        waiting: dict[str, list[str]] = defaultdict(list)
+        for t in conv.turns():
+            waiting[" ".join(t.text.split())].append(t.id)
+        root = home / "workspaces" / conv.id / "memory"
+        for path in sorted(root.glob("*.md")):
+            current: str | None = None
+            for n, line in enumerate(path.read_text().splitlines(), start=1):
+                if line.startswith("- **"):
+                    words = " ".join(line.split(": ", 1)[-1].split())
+                    ids = waiting.get(words)
+                    current = ids.pop(0) if ids else None
+                elif not line.startswith("  "):
+                    current = None
+                if current is not None:
+                    out[(conv.id, f"memory/{path.name}", n)] = current
+    return out
+
+
+def _cited(lines: dict[tuple[str, str, int], str], agent: str, hit: Hit) -> set[str]:
+    citation = hit.get("citation") or ""
+    if "#L" not in citation:
+        return set()
+    path, span = citation.split("#L", 1)
+    start, _, end = span.partition("-L")
+    return {
+        lines[(agent, path, n)]
+        for n in range(int(start), int(end or start) + 1)
+        if (agent, path, n) in lines
+    }
+
+
+PATHS: dict[str, Callable[[Server, list[Conversation]], Search]] = {
+    "api-messages": api_messages,
+    "api-text": api_text,
+    "diary": diary,
+    "digest-facts": digest_facts,
+}
+
+
+# -- scoring ------------------------------------------------------------------------------------
+def score(
+    evidence: list[str], hits: list[Hit], turns: list[set[str]], count: Callable[[str], int]
+) -> dict[str, float]:
+    wanted = set(evidence)
+    row: dict[str, float] = {}
+    for k in K:
+        found = set().union(*turns[:k]) if turns[:k] else set()
+        row[f"recall@{k}"] = len(wanted & found) / len(wanted)
+    used, found = 0, set()
+    spent: list[tuple[int, set[str]]] = []
+    for hit, got in zip(hits, turns, strict=True):
+        used += count(hit["shown"])
+        found = found | got
+        spent.append((used, found))
+    for budget in BUDGETS:
+        within = [f for u, f in spent if u <= budget]
+        row[f"tokens@{budget}"] = len(wanted & within[-1]) / len(wanted) if within else 0.0
+    row["hits"] = len(hits)
+    row["tokens_returned"] = used
+    return row
+
+
+def summarise(rows: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
+    def mean(selected: list[dict[str, float]]) -> dict[str, float]:
+        keys = selected[0].keys() if selected else []
+        return {k: round(float(np.mean([r[k] for r in selected])), 3) for k in keys}
+
+    main = [r for c, r in rows if c != ADVERSARIAL]
+    by_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for c, r in rows:
+        by_cat[c].append(r)
+    return {
+        "questions": len(main),
+        **mean(main),
+        "by_category": {c: {"n": len(rs), **mean(rs)} for c, rs in sorted(by_cat.items())},
+    }
+
+
+def run_path(name: str, convs: list[Conversation], count: Callable[[str], int]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"memoryd-bench-{name}-") as tmp:
+        srv = Server(Path(tmp))
+        try:
+            started = time.perf_counter()
+            search = PATHS[name](srv, convs)
+            ingest_s = time.perf_counter() - started
+            turns = sum(len(c.turns()) for c in convs)
+            print(f"{name}: {turns} turns in {ingest_s:.0f} s", file=sys.stderr)
+            search(convs[0], "warm up")
+            half = (len(convs) + 1) // 2
+            split_rows: dict[str, list[tuple[str, dict[str, float]]]] = defaultdict(list)
+            latencies: list[float] = []
+            for n, conv in enumerate(convs):
+                for q in conv.questions:
+                    t0 = time.perf_counter()
+                    hits, got = search(conv, q.text)
+                    latencies.append(time.perf_counter() - t0)
+                    row = (q.category, score(q.evidence, hits, got, count))
+                    split_rows["overall"].append(row)
+                    split_rows["tune" if n < half else "heldout"].append(row)
+        finally:
+            srv.close()
+    return {
+        "ingest_s": round(ingest_s, 1),
+        "ingest_turns_per_s": round(turns / ingest_s, 1),
+        "p50_ms": percentile_ms(latencies, 50),
+        "p95_ms": percentile_ms(latencies, 95),
+        **{split: summarise(rows) for split, rows in split_rows.items()},
+    }
+
+
+def markdown(results: dict[str, Any]) -> str:
+    head = (
+        "| path | split | n | R@5 | R@10 | R@25 | ≤250 | ≤500 | ≤1000 | ≤2000 | p50 ms | p95 ms |"
+    )
+    out = [head, "|" + "---|" * 12]
+    for name, r in results["paths"].items():
+        for split in ("overall", "tune", "heldout"):
+            s = r.get(split)
+            if not s:
+                continue
+            cells = [s["recall@5"], s["recall@10"], s["recall@25"]]
+            cells += [s[f"tokens@{b}"] for b in BUDGETS]
+            out.append(
+                f"| {name} | {split} | {s['questions']} | "
+                + " | ".join(f"{c:.3f}" for c in cells)
+                + f" | {r['p50_ms']} | {r['p95_ms']} |"
+            )
+    out += ["", "| path | category | n | R@10 | ≤1000 |", "|---|---|---|---|---|"]
+    for name, r in results["paths"].items():
+        for cat, s in r["overall"]["by_category"].items():
+            out.append(
+                f"| {name} | {cat} | {s['n']} | {s['recall@10']:.3f} | {s['tokens@1000']:.3f} |"
+            )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", default="locomo")
+    ap.add_argument("--data", default=None, help="the dataset's file (default: its own)")
+    ap.add_argument("--limit", type=int, default=None, help="first N conversations")
+    ap.add_argument("--paths", default="api-messages,api-text,diary")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    for module in sorted(Path(__file__).parent.glob("dataset_*.py")):
+        importlib.import_module(module.stem)
+    convs = load(args.dataset, path=args.data, limit=args.limit)
+    count = create_embedder(EmbedSettings()).count_tokens  # the default model's word pieces
+
+    results: dict[str, Any] = {
+        "meta": {
+            "dataset": args.dataset,
+            "conversations": len(convs),
+            "questions": sum(len(c.questions) for c in convs),
+            "machine": machine_info(),
+            "loadavg_start": loadavg(),
+            "repo": str(REPO_ROOT),
+        },
+        "paths": {},
+    }
+    for name in args.paths.split(","):
+        results["paths"][name] = run_path(name, convs, count)
+    results["meta"]["loadavg_end"] = loadavg()
+    table = markdown(results)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+        Path(args.out).with_suffix(".md").write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
