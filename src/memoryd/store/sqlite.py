@@ -207,6 +207,7 @@ class SQLiteStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0
+        self._changes_kept = settings.changes_kept
         try:
             self._db = sqlite3.connect(
                 str(self.path) if self.path else ":memory:",
@@ -221,16 +222,19 @@ class SQLiteStore:
                 "point MEMORYD_STORE__URL at a new file or at an existing memoryd store",
             ) from exc
         self._db.execute(f"PRAGMA busy_timeout={settings.busy_timeout_ms}")
-        self._db.execute("PRAGMA journal_mode=WAL")
+        # switching a new file to WAL takes a lock that the busy timeout does not wait for
+        self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._migrate()
+        self._retry_locked(self._migrate)
         self._index: VectorIndex | None = None
         self._seen_seq = 0
 
     # -- lifecycle -----------------------------------------------------------------------
     def _check_is_ours(self) -> None:
-        app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
+        # tables first: they and the application id are committed together, so a file
+        # another process is creating right now never looks like someone else's
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+        app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
         if app_id == APP_ID:
             return
         if tables:
@@ -288,19 +292,25 @@ class SQLiteStore:
                 self._db.execute("COMMIT")
             finally:
                 self._depth = 0
+            self._prune_if_long()
 
     def _begin_immediate(self) -> None:
+        self._retry_locked(lambda: self._db.execute("BEGIN IMMEDIATE"))
+
+    def _retry_locked(self, step: Callable[[], object]) -> None:
+        """Run ``step``, retrying with jittered backoff (~10 s in all) while another
+        process holds the lock; a lock that never frees is a StoreError, not a traceback."""
         delay = 0.01
-        for attempt in range(12):
+        for attempt in range(16):
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                step()
                 return
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise
-                if attempt == 11:
+                if attempt == 15:
                     raise StoreError(
-                        "the store stayed locked by another writer",
+                        f"the store {self.url} stayed locked by another process",
                         "retry; if it persists, look for a stuck memoryd process",
                     ) from exc
                 time.sleep(delay * (1 + random.random()))
@@ -956,11 +966,21 @@ class SQLiteStore:
             problems.append(f"search index has {len(index)} rows, store has {len(live)}")
         return problems
 
-    def prune_changes(self, keep: int = 100_000) -> None:
+    def prune_changes(self, keep: int | None = None) -> None:
+        """Drop all but the last ``keep`` entries of the change log. Safe while other
+        processes read: one that fell further behind reloads its index in full."""
+        keep = self._changes_kept if keep is None else keep
         with self._write() as db:
             db.execute(
                 "DELETE FROM changes WHERE seq < (SELECT max(seq) FROM changes) - ?", (keep,)
             )
+
+    def _prune_if_long(self) -> None:
+        """After a commit: prune once the log holds twice what is kept (two lookups on
+        the primary key, so this costs nothing until it is due)."""
+        low, high = self._db.execute("SELECT min(seq), max(seq) FROM changes").fetchone()
+        if low is not None and high - low > 2 * self._changes_kept:
+            self.prune_changes()
 
 
 def _factory(url: str, settings: StoreSettings) -> SQLiteStore:
