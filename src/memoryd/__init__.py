@@ -8,6 +8,7 @@ from memoryd.errors import (
     ModelMismatchError,
     NotFoundError,
     PermissionDeniedError,
+    ReadOnlyError,
     StoreError,
 )
 from memoryd.models import Filters, MemoryRecord, Origin, ScoreParts, SearchHit, Source, State
@@ -26,6 +27,7 @@ __all__ = [
     "NotFoundError",
     "Origin",
     "PermissionDeniedError",
+    "ReadOnlyError",
     "ScoreParts",
     "SearchHit",
     "Settings",

@@ -21,7 +21,7 @@ import numpy as np
 from memoryd import conversation
 from memoryd.conversation import split_to_window
 from memoryd.embed import Embedder, create_embedder, normalize
-from memoryd.errors import InvalidInputError, ModelMismatchError, NotFoundError
+from memoryd.errors import InvalidInputError, ModelMismatchError, NotFoundError, ReadOnlyError
 from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
 from memoryd.llm import LLM, create_llm
 from memoryd.models import (
@@ -666,7 +666,7 @@ class Memory:
         actor: str | None = None,
         reason: str | None = None,
     ) -> MemoryRecord:
-        record = self.get(memory_id, user_id=user_id)
+        record = _editable(self.get(memory_id, user_id=user_id))
         if text is None and metadata is None:
             raise InvalidInputError("nothing to update", "pass new text, new metadata or both")
         changes: dict[str, Any] = {}
@@ -691,7 +691,7 @@ class Memory:
         reason: str | None = None,
     ) -> MemoryRecord:
         """Soft delete: out of search and list, kept in history, restorable."""
-        record = self.get(memory_id, user_id=user_id)
+        record = _editable(self.get(memory_id, user_id=user_id))
         if record.state == State.DELETED:
             return record
         return self.store.set_state(
@@ -1044,6 +1044,19 @@ def _input_texts(
     if not texts:
         raise InvalidInputError("every message is empty", "send at least one message with content")
     return texts, roles
+
+
+def _editable(record: MemoryRecord) -> MemoryRecord:
+    """``record``, unless it mirrors a Markdown file: a chunk is changed by editing the
+    file (the indexer then re-reads it), never in the store, where the next index
+    would not see the file as changed and the edit would hide its lines."""
+    if record.origin == Origin.CHUNK:
+        where = record.source.citation if record.source else "its Markdown file"
+        raise ReadOnlyError(
+            f"memory {record.id} is an excerpt of {where}; it mirrors the file",
+            f"edit {where} itself (memory_get reads it); the index follows the file",
+        )
+    return record
 
 
 def _same_turn(a: MemoryRecord, b: MemoryRecord) -> bool:

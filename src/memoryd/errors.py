@@ -50,6 +50,12 @@ class PermissionDeniedError(MemorydError):
     status_code = 403
 
 
+class ReadOnlyError(MemorydError):
+    """The memory mirrors a file (a workspace chunk): change the file, not the memory."""
+
+    status_code = 409
+
+
 class StoreError(MemorydError):
     """The store could not be opened or is not a memoryd store."""
 

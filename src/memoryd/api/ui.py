@@ -42,6 +42,7 @@ from memoryd.errors import (
     MemorydError,
     NotFoundError,
     PermissionDeniedError,
+    ReadOnlyError,
 )
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, SearchHit, State
 from memoryd.search.tiers import memory_type as tier_of
@@ -862,7 +863,7 @@ def edit(
             actor=principal.name,
             reason="edited in the dashboard",
         )
-    except InvalidInputError as exc:  # shown next to the form, with the draft kept
+    except (InvalidInputError, ReadOnlyError) as exc:  # shown next to the form, draft kept
         return _memory_view(request, principal, memory_id, error=exc, draft=text)
     return _redirect(f"/ui/memory/{record.id}?notice=updated")
 
@@ -872,7 +873,10 @@ def edit(
 def delete(request: Request, principal: Principal, memory_id: str) -> Response:
     mem = _memory(request)
     record = visible_record(mem, principal, memory_id)
-    mem.delete(record.id, user_id=record.user_id, actor=principal.name, reason="dashboard")
+    try:
+        mem.delete(record.id, user_id=record.user_id, actor=principal.name, reason="dashboard")
+    except ReadOnlyError as exc:  # a file excerpt: the page says which file to edit
+        return _memory_view(request, principal, memory_id, error=exc)
     return _redirect(f"/ui/memory/{record.id}?notice=deleted")
 
 

@@ -399,13 +399,7 @@ class MemoryTools:
                 f"memory {memory_id} is shared by agent {record.agent_id!r}; only it can change it",
                 "write your own memory with memory_add (e.g. the corrected lesson)",
             )
-        if record.origin == Origin.CHUNK:
-            where = record.source.citation if record.source else "its Markdown file"
-            raise PermissionDeniedError(
-                f"memory {memory_id} is an excerpt of {where}",
-                "edit the Markdown file itself; the index follows the file",
-            )
-        return record
+        return record  # a file excerpt is refused by Memory itself (ReadOnlyError)
 
     def _get(
         self, scope: Scope, memory_id: str, *, include_deleted: bool, shared_ok: bool = False
