@@ -291,3 +291,22 @@ def test_tool_calls_are_in_the_audit_log_without_secrets(keyed: Memory, server) 
     assert any(e["op"] == "mcp.memory_delete" for e in entries)
     text = audit_path(keyed.settings).read_text()
     assert "k-dev" not in text and "Nightly backups" not in text
+
+
+def test_memory_add_keeps_a_conversation_turn_by_turn(server, memory: Memory) -> None:  # type: ignore[no-untyped-def]
+    with session(server) as s:
+        added = s.call(
+            "memory_add",
+            messages=[
+                {"role": "user", "name": "Boss", "content": "Which region hosts the API?"},
+                {"role": "assistant", "content": "eu-west-1, behind the ALB."},
+            ],
+        )
+        no_category = s.error("memory_add", text="We deploy on Fridays")
+        neither = s.error("memory_add")
+    assert [e["event"] for e in added["results"]] == ["ADD", "ADD"]
+    answer = memory.get(added["results"][1]["id"])
+    assert answer.origin == "turn" and "Boss: Which region hosts the API?" in (answer.context or "")
+    # a clear error, not a raw pydantic dump
+    assert "needs a category" in no_category and "decision" in no_category
+    assert "text or messages" in neither

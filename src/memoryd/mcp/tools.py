@@ -226,21 +226,29 @@ class MemoryTools:
     @tool_errors
     def memory_add(
         self,
+        ctx: Context,
         text: Annotated[
-            str,
+            str | None,
             Field(
                 description="one self-contained fact with its identifiers, e.g. 'Deploys go "
-                "through ArgoCD on cluster prod-eu-1'"
+                "through ArgoCD on cluster prod-eu-1' (or send messages)"
             ),
-        ],
+        ] = None,
         category: Annotated[
-            Category,
+            Category | None,
             Field(
                 description="decision | preference | environment | project | experience | "
-                "procedural | task | short_term"
+                "procedural | task | short_term (leave out for a conversation)"
             ),
-        ],
-        ctx: Context,
+        ] = None,
+        messages: Annotated[
+            list[dict[str, Any]] | None,
+            Field(
+                description='a conversation instead of text: [{"role", "content", "name"?, '
+                '"timestamp"?}]; each message is kept as one turn, found with its speaker, '
+                "time and the turn before it"
+            ),
+        ] = None,
         tier: Annotated[
             Tier,
             Field(
@@ -268,12 +276,25 @@ class MemoryTools:
         procedural (a correct how-to; every agent sees it), task (work done or
         open), short_term (today's context). Search first: if the fact is already
         there but changed, use memory_update instead. Never store secrets
-        (passwords, tokens, keys) or small talk.
+        (passwords, tokens, keys) or small talk. To keep a conversation (e.g. an
+        exchange worth finding later, word for word), send messages instead of text.
         """
         scope = self._begin(ctx, "memory_add")
+        if (text is None) == (messages is None):
+            raise InvalidInputError(
+                "memory_add needs text or messages, one of them",
+                "text for one fact (with a category), messages for a conversation",
+            )
+        if text is not None and category is None:
+            raise InvalidInputError(
+                "memory_add with text needs a category",
+                "pick one: decision, preference, environment, project, experience, "
+                "procedural, task, short_term",
+            )
         run_id = self._today() if tier == "short_term" or category == "short_term" else None
         events = self.memory.add(
             text,
+            messages=messages,
             user_id=scope.user_id,
             agent_id=scope.agent_id,
             run_id=run_id,
