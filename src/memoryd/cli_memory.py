@@ -120,6 +120,10 @@ def add(
     from memoryd.cli import _print_json, console
 
     body = text if text is not None else text_opt
+    if body == "-":  # memoryd add --text - < note.md
+        import sys
+
+        body = sys.stdin.read()
     msgs = _json_arg(messages, "--messages", list, '[{"role": "user", "content": "..."}]')
     if (body is None) == (msgs is None):
         _usage("pass the text (TEXT or --text) or --messages, one of them")
@@ -141,7 +145,13 @@ def add(
         _print_json({"results": events})
         return
     if not events:
-        console.print("[dim]nothing worth remembering was found[/dim]")
+        from memoryd.cli import err
+
+        err.print(
+            "nothing stored: extraction found no fact worth remembering in that text. "
+            "To store it as given, add --no-infer."
+        )
+        raise typer.Exit(code=1)
     for e in events:
         console.print(f"[bold]{e['event']}[/bold] {e['id']}  {e['memory']}")
 
@@ -231,8 +241,8 @@ def list_(
     agent: AgentOpt = None,
     run: RunOpt = None,
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 50,
-    offset: Annotated[int, typer.Option("--offset")] = 0,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     url: UrlOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,

@@ -148,6 +148,18 @@ def context(
     sys.stdout.write(ctx.text)
 
 
+def _existing_workspace(mem: Any, agent: str) -> Any:
+    """The agent's workspace, or a clear error when there is none (a typo in --agent
+    would otherwise read an empty directory and print nothing)."""
+    ws = resolve_workspace(mem.settings, agent, mem.store)
+    if not ws.root.is_dir():
+        raise InvalidInputError(
+            f"agent {agent!r} has no workspace (looked in {ws.root})",
+            f"check --agent (memoryd status lists them), or create it: memoryd init --agent {agent}",
+        )
+    return ws
+
+
 def memory_get_command(
     path: Annotated[str, typer.Argument(help='workspace-relative path, e.g. "MEMORY.md"')],
     agent: AgentReq,
@@ -159,7 +171,7 @@ def memory_get_command(
     from memoryd.cli import _memory, _print_json
 
     with _memory() as mem:
-        ws = resolve_workspace(mem.settings, agent, mem.store)
+        ws = _existing_workspace(mem, agent)
         got = memory_get(ws, path, from_line, lines)
     if as_json:
         _print_json(got.to_json())
@@ -179,7 +191,7 @@ def memory_search_command(
     from memoryd.cli import _memory, _print_json, console
 
     with _memory() as mem:
-        ws = resolve_workspace(mem.settings, agent, mem.store)
+        ws = _existing_workspace(mem, agent)
         hits = memory_search(mem, ws, query, max_results=max_results, min_score=min_score, mmr=mmr)
         chars = ws.settings.snippet_chars
     if as_json:
