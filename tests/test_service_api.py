@@ -188,6 +188,9 @@ def test_list_get_update_history_delete_restore(api: httpx.Client) -> None:
     assert api.get(f"/memory/{first['id']}").status_code == 404
     restored = api.post(f"/memory/restore/{first['id']}").json()["result"]
     assert restored["state"] == "active"
+    # the answer is the restored memory as stored now, not its state before the restore
+    stored = api.get(f"/memory/{first['id']}").json()["result"]
+    assert restored["updated_at"] == stored["updated_at"] > updated["updated_at"]
     history = api.get(f"/memory/history/{first['id']}").json()["results"]
     assert [h["event"] for h in history] == ["ADD", "UPDATE", "DELETE", "RESTORE"]
     assert history[1]["old_memory"] == "Standup at 9:30"
@@ -223,7 +226,9 @@ def test_reset_is_reachable_scoped_and_never_wipes_other_users(api: httpx.Client
     assert left == {"boss ops one", "carol one"}
     # mem0's POST /reset is scoped the same way
     assert api.post("/reset").status_code == 422
-    assert api.post("/reset", json={"user_id": "carol"}).json()["deleted"] == 1
+    reset = api.post("/reset", json={"user_id": "carol"}).json()
+    assert reset["deleted"] == 1 and reset["scope"] == {"user_id": "carol"}
+    assert reset["message"] == "Memories reset for user_id=carol"  # not a Python dict repr
     assert {r["memory"] for r in api.get("/memory/list").json()["results"]} == {"boss ops one"}
 
 

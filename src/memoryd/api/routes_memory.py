@@ -553,9 +553,11 @@ async def mem0_reset(
     and erases only that scope. mem0's own reset wipes every user."""
     scope = body or ScopeRequest(user_id=user_id, agent_id=agent_id, run_id=run_id)
     count = await _reset(request, p, scope)
+    named = scope.model_dump(exclude_none=True)
     return {
-        "message": f"Memories reset for {scope.model_dump(exclude_none=True)}",
+        "message": "Memories reset for " + ", ".join(f"{k}={v}" for k, v in named.items()),
         "deleted": count,
+        "scope": named,
     }
 
 

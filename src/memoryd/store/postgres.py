@@ -798,9 +798,9 @@ class PostgresStore:
                 raise NotFoundError(f"no memory with id {memory_id}", "check the id with list")
             conn.execute(
                 f"UPDATE {self.t_memories} SET state = %s, updated_at = %s WHERE id = %s",
-                (str(state), datetime.now(UTC), memory_id),
+                (str(state), now := datetime.now(UTC), memory_id),
             )
-            new = old.model_copy(update={"state": state})
+            new = old.model_copy(update={"state": state, "updated_at": now})
             self._insert_history(
                 conn, [self._history_row(memory_id, old.user_id, event, old, new, actor, reason)]
             )

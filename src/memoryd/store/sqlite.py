@@ -549,11 +549,12 @@ class SQLiteStore:
             old = self.get(memory_id)
             if old is None:
                 raise NotFoundError(f"no memory with id {memory_id}", "check the id with list")
+            now = utcnow()
             db.execute(
                 "UPDATE memories SET state=?, updated_at=? WHERE id=?",
-                (str(state), time.time(), memory_id),
+                (str(state), now.timestamp(), memory_id),
             )
-            new = old.model_copy(update={"state": state})
+            new = old.model_copy(update={"state": state, "updated_at": now})
             self._history(db, memory_id, old.user_id, event, old, new, actor, reason)
         return new
 
