@@ -49,3 +49,18 @@ def test_a_workspace_command_for_an_unknown_agent_is_an_error(run) -> None:  # t
     assert code == 2 and "no workspace" in out and "memoryd init --agent nosuchagent" in out
     code, out = run("memory-search", "anything", "--agent", "nosuchagent")
     assert code == 2 and "no workspace" in out
+
+
+def test_tables_show_text_as_written_and_ids_whole(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "250")  # a wide terminal: no cell is wrapped
+    code, out = run(
+        "add", "[type] bracketed prefix stays [bold]as written[/bold]", "--no-infer", "--json"
+    )
+    assert code == 0
+    mid = json.loads(out)["results"][0]["id"]
+    code, listed = run("list")
+    assert code == 0
+    assert "[type] bracketed prefix stays [bold]as written[/bold]" in listed  # not eaten as markup
+    assert mid in listed.replace(" ", "")  # the whole id, usable with get/history/delete
+    code, found = run("search", "bracketed prefix")
+    assert code == 0 and "[type] bracketed" in found

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from memoryd.client import LocalBackend, MemoryBackend, MemoryClient
@@ -153,7 +154,7 @@ def add(
         )
         raise typer.Exit(code=1)
     for e in events:
-        console.print(f"[bold]{e['event']}[/bold] {e['id']}  {e['memory']}")
+        console.print(f"[bold]{e['event']}[/bold] {e['id']}  {escape(e['memory'])}")
 
 
 def search(
@@ -230,7 +231,9 @@ def search(
             f"{parts.get('vector', 0):.3f}",
             f"{parts.get('keyword', 0):.3f}",
             "" if decay_part is None else f"{decay_part:.2f}",
-            f"[dim]({h['state']})[/dim] {h['memory']}" if h.get("state") else h["memory"],
+            f"[dim]({h['state']})[/dim] {escape(h['memory'])}"
+            if h.get("state")
+            else escape(h["memory"]),
             h.get("citation") or h["id"],
         )
     console.print(table if hits else "[dim]no memories matched[/dim]")
@@ -257,14 +260,16 @@ def list_(
     if as_json:
         _print_json(page)
         return
-    table = Table("id", "created", "type", "category", "memory")
+    table = Table("created", "type", "category", "memory")
+    # ids are never cut short: get, history and delete need them whole
+    table.add_column("id", no_wrap=True, overflow="fold", min_width=36)
     for r in page["results"]:
         table.add_row(
-            r["id"],
             r["created_at"][:16].replace("T", " "),
             r["memory_type"],
-            r["category"] or "",
-            r["memory"],
+            escape(r["category"] or ""),
+            escape(r["memory"]),
+            r["id"],
         )
     console.print(table)
     console.print(f"[dim]{len(page['results'])} of {page['total']}[/dim]")
@@ -286,7 +291,7 @@ def get(
         _print_json(record)
         return
     for name, value in record.items():
-        console.print(f"[bold]{name}[/bold]: {value}")
+        console.print(f"[bold]{name}[/bold]: {escape(str(value))}")
 
 
 def update(
@@ -307,7 +312,7 @@ def update(
     if as_json:
         _print_json(record)
         return
-    console.print(f"updated {record['id']}: {record['memory']}")
+    console.print(f"updated {record['id']}: {escape(record['memory'])}")
 
 
 def delete(
@@ -343,7 +348,7 @@ def restore(
     if as_json:
         _print_json(record)
         return
-    console.print(f"restored {record['id']}: {record['memory']}")
+    console.print(f"restored {record['id']}: {escape(record['memory'])}")
 
 
 def history(
@@ -366,10 +371,10 @@ def history(
         table.add_row(
             e["created_at"][:19],
             e["event"],
-            e["old_memory"] or "",
-            e["new_memory"] or "",
-            e["actor"] or "",
-            e["reason"] or "",
+            escape(e["old_memory"] or ""),
+            escape(e["new_memory"] or ""),
+            escape(e["actor"] or ""),
+            escape(e["reason"] or ""),
         )
     console.print(table)
 
