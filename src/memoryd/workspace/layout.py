@@ -198,10 +198,16 @@ def _markdown_under(base: Path) -> Iterator[Path]:
 
 
 def default_root(settings: Settings, agent_id: str) -> Path:
-    """Where an agent's workspace is when nothing names it explicitly."""
-    openclaw = settings.workspace.openclaw_dir.expanduser() / f"workspace-{agent_id}"
-    if openclaw.is_dir():
-        return openclaw
+    """Where an agent's workspace is when nothing names it explicitly: OpenClaw's
+    workspace for that agent when it exists (read from ``openclaw.json``, see
+    :mod:`memoryd.workspace.openclaw`), else ``$MEMORYD_HOME/workspaces/{agent}``."""
+    from memoryd.workspace.openclaw import workspace_of
+
+    base = settings.workspace.openclaw_dir.expanduser()
+    # OpenClaw's answer first; ``workspace-{agent}`` also for older installs of ``main``
+    for candidate in (workspace_of(base, agent_id), base / f"workspace-{agent_id}"):
+        if candidate.is_dir():
+            return candidate
     return settings.home / "workspaces" / agent_id
 
 
@@ -209,8 +215,10 @@ def resolve_workspace(settings: Settings, agent_id: str, store: Store | None = N
     """The workspace of ``agent_id``.
 
     Order: ``settings.workspace.agents``, then a path recorded by ``memoryd init
-    --path`` in the store, then ``~/.openclaw/workspace-{agent}`` if it exists,
-    then ``$MEMORYD_HOME/workspaces/{agent}``. The agent id is validated, so it
+    --path`` in the store, then OpenClaw's workspace for the agent if it exists
+    (``~/.openclaw/workspace`` for ``main``, per-agent paths from
+    ``openclaw.json``, ``~/.openclaw/workspace-{agent}``), then
+    ``$MEMORYD_HOME/workspaces/{agent}``. The agent id is validated, so it
     can never name a path outside those places.
     """
     check_id(agent_id, "agent_id", settings.limits, required=True)
@@ -235,7 +243,10 @@ def register_workspace(store: Store, agent_id: str, root: Path) -> None:
 
 def known_agents(settings: Settings, store: Store | None = None) -> list[str]:
     """Agents with a workspace: configured, registered, or found on disk."""
+    from memoryd.workspace.openclaw import configured_agents
+
     found: set[str] = set(settings.workspace.agents)
+    found.update(configured_agents(settings.workspace.openclaw_dir.expanduser()))
     if store is not None:
         found.update((store.kv_get(REGISTRY_KEY) or {}).keys())
     for parent, prefix in (
