@@ -9,6 +9,7 @@ async callers run it in a thread (see ``memoryd.api``).
 from __future__ import annotations
 
 import builtins
+import json
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -346,9 +347,8 @@ class Memory:
         if idempotency_key is not None and (replayed := self._replayed(idempotency_key)):
             return replayed
         session = metadata.get("session")
-        key = "conversation:last:" + "\0".join(
-            str(x) for x in (user_id, agent_id or "", run_id or "", session or "")
-        )
+        # (a JSON list: PostgreSQL text may not hold the NUL a plain separator would need)
+        key = "conversation:last:" + json.dumps([user_id, agent_id, run_id, session])
         scope = Filters(user_id=user_id, agent_id=agent_id, run_id=run_id)
         stripe = hash((user_id, agent_id, run_id)) % len(self._scope_locks)
         with self._scope_locks[stripe]:
