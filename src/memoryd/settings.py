@@ -94,7 +94,6 @@ class SearchSettings(BaseModel):
     vector_weight: float = 0.6
     keyword_weight: float = 0.4
     fusion: Literal["weighted", "rrf"] = "weighted"
-    vector_scale: Literal["raw", "max", "minmax"] = "raw"
     rrf_k: int = 60
     candidate_multiplier: int = 4
     min_candidates: int = 20

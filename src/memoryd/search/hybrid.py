@@ -34,11 +34,6 @@ def fuse(
     mode: str = "hybrid",
 ) -> list[Candidate]:
     """Combine normalised per-side scores into one ranked list."""
-    if settings.vector_scale != "raw" and vector_hits:
-        top = max(vector_hits.values())
-        low = min(vector_hits.values()) if settings.vector_scale == "minmax" else 0.0
-        span = (top - low) or 1.0
-        vector_hits = {i: max(0.0, (v - low) / span) for i, v in vector_hits.items()}
     ids = list(dict.fromkeys([*vector_hits, *keyword_hits]))
     out: list[Candidate] = []
     if mode == "vector":
