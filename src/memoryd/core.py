@@ -215,12 +215,24 @@ class Memory:
             if infer
             else limits
         )
-        if messages is not None and not infer:
-            if text is not None:
-                raise InvalidInputError(
-                    "pass either text or messages", "add(text=...) or add(messages=[...])"
-                )
-            return self._add_turns(
+        if messages is not None and text is not None:
+            raise InvalidInputError(
+                "pass either text or messages", "add(text=...) or add(messages=[...])"
+            )
+        if infer and memory_id is not None:
+            raise InvalidInputError(
+                "memory_id cannot be chosen when infer=True",
+                "leave memory_id out; extraction decides how many memories to write",
+            )
+        texts: builtins.list[str] = []
+        roles: builtins.list[str | None] = []
+        if messages is None or infer:  # checked before anything is written
+            texts, roles = _input_texts(text, messages, input_limits)
+        turns: builtins.list[MemoryEvent] = []
+        if messages is not None and not (infer and dry_run):
+            # a conversation is stored turn by turn; with infer, beside the facts as their
+            # evidence
+            turns = self._add_turns(
                 messages,
                 user_id=user_id,
                 agent_id=agent_id,
@@ -229,39 +241,22 @@ class Memory:
                 category=category,
                 at=event_at,
                 actor=actor,
-                idempotency_key=idempotency_key,
+                idempotency_key=f"{idempotency_key}:turns"
+                if infer and idempotency_key
+                else idempotency_key,
                 dry_run=dry_run,
             )
-        texts, roles = _input_texts(text, messages, input_limits)
+            if not infer:
+                return turns
         if idempotency_key is not None:
             replayed = self._replayed(idempotency_key)
             if replayed is not None:
                 return replayed
         if infer:
-            if memory_id is not None:
-                raise InvalidInputError(
-                    "memory_id cannot be chosen when infer=True",
-                    "leave memory_id out; extraction decides how many memories to write",
-                )
-            evidence: builtins.list[MemoryEvent] = []
-            if messages is not None and not dry_run:
-                # the turns themselves are kept beside the facts, as their evidence
-                evidence = self._add_turns(
-                    messages,
-                    user_id=user_id,
-                    agent_id=agent_id,
-                    run_id=run_id,
-                    metadata=metadata,
-                    category=category,
-                    at=event_at,
-                    actor=actor,
-                    idempotency_key=f"{idempotency_key}:turns" if idempotency_key else None,
-                    dry_run=False,
-                )
             return self._add_inferred(
                 texts,
                 roles,
-                evidence=[e.id for e in evidence if e.id is not None],
+                evidence=[e.id for e in turns if e.id is not None],
                 user_id=user_id,
                 agent_id=agent_id,
                 run_id=run_id,
