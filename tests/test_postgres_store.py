@@ -186,6 +186,27 @@ def test_rare_words_outweigh_common_ones_once_analyzed(pg: PostgresStore) -> Non
     assert max(s for i, s in hits.items() if i != "k999") < 0.3  # "meeting" is everywhere
 
 
+def test_another_users_words_do_not_change_my_keyword_ranking(pg: PostgresStore) -> None:
+    """Word frequencies are counted over the searched scope, even after ANALYZE has
+    given the planner store-wide statistics."""
+
+    def note(n: int, text: str, user: str) -> MemoryRecord:
+        r = MemoryRecord(id=f"k{n}", text=text, user_id=user)
+        r.embedding = np.ones(4, dtype=np.float32) / 2
+        return r
+
+    mine = [note(1, "kubernetes upgrade on friday", "alice"), note(2, "ansible hosts", "alice")]
+    with pg.bulk_load():
+        pg.add(mine)
+    alice = Filters(user_id="alice")
+    before = pg.keyword_search("kubernetes ansible", alice, 10)
+    with pg.bulk_load():  # bob makes "kubernetes" a common word store-wide
+        pg.add([note(100 + n, f"kubernetes pods {n}", "bob") for n in range(200)])
+    after = pg.keyword_search("kubernetes ansible", alice, 10)
+    assert [i for i, _ in after] == [i for i, _ in before]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before], abs=1e-6)
+
+
 def test_schemas_keep_two_stores_apart_in_one_database(pg_db: str) -> None:
     one = open_store(pg_db)
     two = open_store(pg_db, StoreSettings(postgres={"db_schema": "team_b"}))

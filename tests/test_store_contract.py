@@ -174,6 +174,30 @@ def test_keyword_search_stems_normalises_and_scopes(store: Store) -> None:
     assert store.keyword_search("   ", Filters(), 5) == []
 
 
+def test_keyword_statistics_are_those_of_the_searched_scope(store: Store) -> None:
+    """One user's memories never change another user's keyword ranking."""
+    store.add(
+        [
+            rec(1, "kubernetes cluster upgrade planned for friday"),
+            rec(2, "ansible playbook for the database hosts"),
+        ]
+    )
+    alice = Filters(user_id="alice")
+    before = store.keyword_search("kubernetes ansible", alice, 10)
+    assert {i for i, _ in before} == {"m1", "m2"}
+    # bob talks about kubernetes all day, in long memories: globally "kubernetes" is
+    # now a common word and the average length grows
+    store.add(
+        [
+            rec(10 + i, f"kubernetes note {i} " + "pods and nodes " * 10, user_id="bob")
+            for i in range(30)
+        ]
+    )
+    after = store.keyword_search("kubernetes ansible", alice, 10)
+    assert [i for i, _ in after] == [i for i, _ in before]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before], abs=1e-6)
+
+
 def test_vector_search_ranks_and_filters(store: Store) -> None:
     store.add([rec(i, f"memory {i}", user_id="alice" if i < 5 else "bob") for i in range(10)])
     hits = store.vector_search(vec(3), Filters(user_id="alice"), 3)

@@ -7,6 +7,11 @@ each term's postings are two numpy arrays (row, term frequency) and a query is
 a handful of vectorised adds into one score array, ~1-2 ms at 100k, filtered
 by the same scope mask as the vector side.
 
+BM25's statistics (N, average length, document frequencies) are those of the
+rows that mask admits, not of the whole store: a store shared by many users
+ranks each user's memories as if they were alone in it. They are computed per
+query from the mask (a gather per query term), so no per-user counts are kept.
+
 Text is analysed like FTS5's ``unicode61 remove_diacritics`` tokenizer plus a
 Snowball (Porter 2) stemmer: Unicode word characters, case-folded, accents
 dropped. Rows are owned by the vector index (it assigns them and tells this
@@ -182,28 +187,48 @@ class KeywordIndex:
             self._terms[term] = _Postings(moved[alive].astype(np.int32), p.tfs[: p.n][alive])
 
     # -- reads --------------------------------------------------------------------------------
-    def scores(self, query: str, n: int) -> np.ndarray | None:
-        """BM25 of every row in ``[0, n)`` for ``query`` (None: no term of it is indexed)."""
-        if self._live == 0:
+    def scores(self, query: str, n: int, scope: np.ndarray | None = None) -> np.ndarray | None:
+        """BM25 of every row in ``[0, n)`` for ``query`` (None: no term of it is in scope).
+
+        The statistics are those of the rows being searched: with a ``scope`` (a row
+        mask of length ``n``, the search's filter) N, the average length and each
+        term's document frequency count only the live rows it admits, so one user's
+        memories never change another's ranking, and only those rows are scored.
+        That is one gather of the mask per query term, and a sum over it. Without
+        one, every live row counts (and scores)."""
+        if scope is None:
+            live, total_len = self._live, self._total_len
+        else:
+            in_scope = self._lengths[:n][scope]
+            live, total_len = int(np.count_nonzero(in_scope)), float(in_scope.sum(dtype=np.float64))
+        if live == 0:
             return None
-        avgdl = self._total_len / self._live
+        avgdl = total_len / live
         out: np.ndarray | None = None
         for term in self.analyzer.query(query):
             p = self._terms.get(term)
             if p is None:
                 continue
             rows, tfs = p.rows[: p.n], p.tfs[: p.n]
-            row_len = self._lengths[rows]
-            live = row_len > 0  # dead rows keep their postings until the next compaction
-            if not live.all():
-                rows, tfs, row_len = rows[live], tfs[live], row_len[live]
-            df = rows.size
-            if df == 0:
+            if scope is None:
+                # dead rows keep their postings until the next compaction: length 0
+                keep = self._lengths[rows] > 0
+                rows, tfs = (rows, tfs) if keep.all() else (rows[keep], tfs[keep])
+                df = rows.size
+                if df and rows[-1] >= n:  # rows added after the caller sized its view
+                    keep = rows < n
+                    rows, tfs = rows[keep], tfs[keep]
+            else:
+                if rows[-1] >= n:  # the scope is a view of n rows (dead ones are out of it)
+                    keep = rows < n
+                    rows, tfs = rows[keep], tfs[keep]
+                keep = scope[rows]
+                rows, tfs = (rows, tfs) if keep.all() else (rows[keep], tfs[keep])
+                df = rows.size
+            if rows.size == 0:
                 continue
-            if rows[-1] >= n:  # rows added after the caller sized its view
-                keep = rows < n
-                rows, tfs, row_len = rows[keep], tfs[keep], row_len[keep]
-            idf = math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
+            row_len = self._lengths[rows]
+            idf = math.log(1.0 + (live - df + 0.5) / (df + 0.5))
             if out is None:
                 out = np.zeros(n, dtype=np.float32)
             out[rows] += idf * tfs * (K1 + 1.0) / (tfs + K1 * (1.0 - B + B * row_len / avgdl))

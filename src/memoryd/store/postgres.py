@@ -9,10 +9,11 @@
   change (``memoryd reindex``) never needs an ALTER TABLE.
 * Keyword side: a ``tsvector`` (``english`` config, Snowball stemming, stop
   words) with a GIN index, ranked by each word's ``ts_rank_cd`` weighted by its
-  inverse document frequency (BM25's idea, from the planner's statistics) and
-  divided by the best hit, so scores are in [0, 1] like SQLite's BM25. Documents
-  and queries are both cut into ``\\w+`` words in Python first, so they tokenise
-  the same way on every server and no query syntax ever reaches PostgreSQL.
+  inverse document frequency (BM25's idea, counted over the rows the search's
+  filter admits) and divided by the best hit, so scores are in [0, 1] like
+  SQLite's BM25. Documents and queries are both cut into ``\\w+`` words in
+  Python first, so they tokenise the same way on every server and no query
+  syntax ever reaches PostgreSQL.
 * A psycopg pool; ``atomic()`` pins one connection to the calling thread and
   nests with savepoints. Several processes share the database safely; a
   pipeline takes ``run_lock``, a session-level advisory lock, so exactly one
@@ -471,9 +472,9 @@ class PostgresStore:
                     continue
                 with conn.transaction():
                     self._ensure_index(conn, dim)
-            # word frequencies for keyword_search; and the GIN index's pending list is
-            # merged, which otherwise every keyword search scans row by row until
-            # autovacuum gets to it
+            # the GIN index's pending list is merged, which otherwise every keyword
+            # search scans row by row until autovacuum gets to it; the visibility map
+            # lets keyword_search count a scope's rows from the index alone
             conn.execute(f"VACUUM (ANALYZE) {self.t_memories}")
 
     # -- small state ----------------------------------------------------------------------------
@@ -932,12 +933,12 @@ class PostgresStore:
         weighted by its inverse document frequency, the best hit scaled to 1.
 
         ``ts_rank_cd`` alone weighs every word the same, so a word in half the
-        memories counts as much as a rare name. The document frequencies come from
-        the planner's statistics (``pg_stats.most_common_elems`` of the tsvector,
-        kept by ANALYZE/autovacuum): free to read, approximate, and enough to tell
-        common from rare. A word missing from them is rarer than every listed one
-        and gets half the smallest listed frequency, as PostgreSQL's own selectivity
-        estimate does; with no statistics yet, every word weighs 1.
+        memories counts as much as a rare name. The frequencies are counted over the
+        rows ``filters`` admit, as on SQLite, so one user's memories never change
+        another's ranking: N is a count of the filter's rows (an index-only scan of
+        ``memories_scope`` for a user/agent/run/state filter), and a word's document
+        frequency is the number of matching rows that contain it, counted over the
+        matches the query reads and ranks anyway.
         """
         text = _query_text(query)
         if not text or limit <= 0:
@@ -946,30 +947,26 @@ class PostgresStore:
         extra = where.replace("WHERE", "AND", 1)
         with self._read() as conn:
             rows = conn.execute(
-                f"""WITH terms AS (
-                    SELECT DISTINCT t.lexeme FROM unnest(to_tsvector('english', %s)) AS t
-                ), st AS MATERIALIZED (  -- read the statistics once, not once per word
-                    SELECT s.most_common_elems::text::text[] AS elems,
-                           s.most_common_elem_freqs AS freqs, greatest(c.reltuples, 1) AS n
-                    FROM pg_stats s, pg_class c
-                    WHERE s.schemaname = %s AND s.tablename = 'memories' AND s.attname = 'tsv'
-                      AND c.oid = %s::regclass
-                ), w AS (
-                    SELECT quote_literal(terms.lexeme)::tsquery AS tq, coalesce((
-                        SELECT ln(1 + (st.n - x.f * st.n + 0.5) / (x.f * st.n + 0.5))
-                        FROM st, LATERAL (SELECT coalesce(
-                            st.freqs[array_position(st.elems, terms.lexeme)],
-                            st.freqs[array_length(st.elems, 1) + 1] / 2) AS f) AS x
-                    ), 1.0) AS idf
-                    FROM terms
+                f"""WITH w AS (
+                    SELECT quote_literal(t.lexeme)::tsquery AS tq  -- lexemes of a tsvector are distinct
+                    FROM unnest(to_tsvector('english', %s)) AS t
                 ), q AS (
                     SELECT string_agg(w.tq::text, ' | ')::tsquery AS q FROM w
+                ), hits AS MATERIALIZED (
+                    SELECT m.id, m.seq, m.tsv FROM {self.t_memories} m, q
+                    WHERE m.tsv @@ q.q {extra}
+                ), pop AS (
+                    SELECT count(*) AS n FROM {self.t_memories} {where}
+                ), idf AS (
+                    SELECT w.tq, ln(1 + (pop.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+                    FROM w, pop, LATERAL (
+                        SELECT count(*) AS df FROM hits WHERE hits.tsv @@ w.tq
+                    ) AS d
                 )
-                SELECT m.id, (SELECT sum(w.idf * ts_rank_cd(m.tsv, w.tq, 1)) FROM w) AS s
-                FROM {self.t_memories} m, q
-                WHERE m.tsv @@ q.q {extra}
-                ORDER BY s DESC, m.seq LIMIT %s""",
-                (text, self._schema, self.t_memories, *params, limit),
+                SELECT hits.id,
+                       (SELECT sum(idf.idf * ts_rank_cd(hits.tsv, idf.tq, 1)) FROM idf) AS s
+                FROM hits ORDER BY s DESC, hits.seq LIMIT %s""",
+                (text, *params, *params, limit),
             ).fetchall()
         if not rows:
             return []

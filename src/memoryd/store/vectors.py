@@ -3,7 +3,8 @@
 Brute-force cosine over a contiguous numpy matrix beat sqlite-vec by ~10x at
 100k rows on this class of machine, and filters become vectorised masks that
 the keyword side (:mod:`memoryd.store.keywords`) shares, so both halves of a
-hybrid search see exactly the same rows.
+hybrid search see exactly the same rows (and BM25 counts its statistics over
+those rows only).
 
 Above ``COARSE_MIN_ROWS`` candidate rows, vector search runs in two stages:
 a coarse pass over the rows projected onto the corpus's top ``COARSE_DIMS``
@@ -265,11 +266,13 @@ class VectorIndex:
     def keyword_search(
         self, query: str, mask: np.ndarray | None, k: int
     ) -> list[tuple[str, float]]:
-        """BM25 top ``k`` within ``mask``, scores divided by the best one (so in (0, 1])."""
+        """BM25 top ``k`` within ``mask``, scores divided by the best one (so in (0, 1]).
+
+        The BM25 statistics are the mask's rows' (see :meth:`KeywordIndex.scores`)."""
         n = len(self.ids)
         if n == 0 or k <= 0:
             return []
-        scores = self.keywords.scores(query, n)
+        scores = self.keywords.scores(query, n, mask)
         if scores is None:
             return []
         mask = self._alive[:n] if mask is None else mask
