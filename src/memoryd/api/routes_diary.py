@@ -17,7 +17,6 @@ from memoryd.api.auth import Principal, principal
 from memoryd.audit import note
 from memoryd.conversation import parse_time
 from memoryd.core import Memory
-from memoryd.errors import InvalidInputError
 from memoryd.pipelines import diary
 
 router = APIRouter(tags=["diary"])
@@ -40,8 +39,8 @@ class DiaryRequest(BaseModel):
     )
     user_id: str | None = Field(
         default=None,
-        description="the user the agent works for: checked against the key's scope, "
-        "and it must be the workspaces' owner (workspace.user_id, also the default)",
+        description="the user the agent works for (checked against the key's scope); "
+        "default: workspace.user_id",
     )
     messages: list[DiaryMessage] = Field(description="the finished turn's messages, in order")
     timestamp: str | float | None = Field(
@@ -61,16 +60,8 @@ async def post_diary(
     answer says so (``written: false, reason: "noise"``); that is not an error.
     """
     mem: Memory = request.app.state.memory
-    owner = mem.settings.workspace.user_id
-    user_id = body.user_id or owner
+    user_id = body.user_id or mem.settings.workspace.user_id
     p.check(user_id, body.agent_id)
-    if user_id != owner:
-        # a workspace, and every chunk indexed from it, belongs to one user: a turn
-        # filed there for another user would be searchable as the owner's memory
-        raise InvalidInputError(
-            f"user_id {user_id!r} does not own the workspaces; they belong to {owner!r}",
-            f"leave user_id out, or run the server with MEMORYD_WORKSPACE__USER_ID={user_id}",
-        )
     result = await run_in_threadpool(
         diary.capture,
         mem,
