@@ -24,6 +24,9 @@ first k hits), recall within 250/500/1,000/2,000 tokens of returned text
 (hits are read in order and their text, as returned, costs model tokens), and
 the p50/p95 latency of the search call as the client sees it. Conversations are
 split in two halves: ``tune`` (the first) and ``heldout`` (the second).
+``--modes vector,keyword`` measures a path again with the fusion reduced to one
+of its parts (the server's ``search.*_weight`` settings), to check that the
+default beats both.
 
     python bench/paths.py --dataset locomo --paths api-messages,diary --out FILE
 """
@@ -68,7 +71,7 @@ def _free_port() -> int:
 class Server:
     """``memoryd serve`` on a temporary home; shipped defaults, no scheduler."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, settings: dict[str, str] | None = None) -> None:
         self.home = home
         port = _free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -77,6 +80,7 @@ class Server:
             "MEMORYD_HOME": str(home),
             "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(home / "openclaw"),  # never the real one
             "MEMORYD_PIPELINES__SCHEDULER": "false",
+            **(settings or {}),
         }
         self.env = env
         self.log = (home / "server.log").open("wb")
@@ -326,9 +330,19 @@ def summarise(rows: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
     }
 
 
-def run_path(name: str, convs: list[Conversation], count: Callable[[str], int]) -> dict[str, Any]:
+#: search modes a path can be measured in: the shipped fusion and each of its two parts
+MODES: dict[str, dict[str, str]] = {
+    "default": {},
+    "vector": {"MEMORYD_SEARCH__KEYWORD_WEIGHT": "0", "MEMORYD_SEARCH__VECTOR_WEIGHT": "1"},
+    "keyword": {"MEMORYD_SEARCH__KEYWORD_WEIGHT": "1", "MEMORYD_SEARCH__VECTOR_WEIGHT": "0"},
+}
+
+
+def run_path(
+    name: str, convs: list[Conversation], count: Callable[[str], int], mode: str = "default"
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"memoryd-bench-{name}-") as tmp:
-        srv = Server(Path(tmp))
+        srv = Server(Path(tmp), MODES[mode])
         try:
             started = time.perf_counter()
             search = PATHS[name](srv, convs)
@@ -390,6 +404,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", default=None, help="the dataset's file (default: its own)")
     ap.add_argument("--limit", type=int, default=None, help="first N conversations")
     ap.add_argument("--paths", default="api-messages,api-text,diary")
+    ap.add_argument(
+        "--modes",
+        default="default",
+        help="search modes, comma-separated: default (shipped fusion), vector, keyword",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     for module in sorted(Path(__file__).parent.glob("dataset_*.py")):
@@ -409,7 +428,11 @@ def main(argv: list[str] | None = None) -> None:
         "paths": {},
     }
     for name in args.paths.split(","):
-        results["paths"][name] = run_path(name, convs, count)
+        for mode in args.modes.split(","):
+            if mode not in MODES:
+                raise SystemExit(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+            key = name if mode == "default" else f"{name}[{mode}]"
+            results["paths"][key] = run_path(name, convs, count, mode)
     results["meta"]["loadavg_end"] = loadavg()
     table = markdown(results)
     print(table)
