@@ -15,7 +15,7 @@ from memoryd.core import Memory
 from memoryd.settings import ApiKey
 from tests.mcp_client import McpSession
 
-WRITE_TOOLS = {"memory_add", "memory_update", "memory_delete"}
+WRITE_TOOLS = {"memory_add", "memory_update", "memory_delete", "memory_flush", "memory_session_end"}
 
 
 @pytest.fixture
@@ -46,6 +46,31 @@ def test_tools_are_listed_with_guidance_and_no_scope_arguments(server) -> None: 
     for category in ("decision", "preference", "environment", "project", "experience",
                      "procedural", "task", "short_term"):  # fmt: skip
         assert category in tools["memory_add"].description and category in add_schema
+
+
+def test_flush_and_session_end_write_the_agents_workspace(server, memory: Memory) -> None:  # type: ignore[no-untyped-def]
+    talk = [
+        {"role": "user", "content": "The staging cluster is named kestrel-2."},
+        {"role": "assistant", "content": "Noted: staging runs on kestrel-2."},
+    ]
+    memory_dir = memory.settings.home / "workspaces" / "main" / "memory"
+    with session(server, **{"X-Memoryd-Agent": "main"}) as s:
+        flushed = s.call("memory_flush", notes=["Release freeze starts on 2026-04-02"])
+        assert flushed["appended"] == 1 and flushed["path"] == "memory/2026-03-27.md"
+        distilled = s.call("memory_flush", messages=talk)
+        assert distilled["appended"] == 2
+        again = s.call("memory_flush", messages=talk)
+        assert again["appended"] == 0  # today's diary holds it now
+        note = s.call("memory_session_end", messages=talk, session_id="s-1")
+        assert note["path"].startswith("memory/2026-03-27-") and note["messages"] == 2
+        found = s.call("memory_search", query="when does the release freeze start")
+        assert any("Release freeze" in h["memory"] for h in found["results"])
+        assert "either notes or messages" in s.error("memory_flush")
+    diary_text = (memory_dir / "2026-03-27.md").read_text()
+    assert diary_text.count("kestrel-2") == 2 and "Release freeze" in diary_text
+    assert (memory.settings.home / "workspaces" / "main" / note["path"]).is_file()
+    with session(server) as no_agent:
+        assert "memoryd mcp --agent" in no_agent.error("memory_flush", notes=["x y z"])
 
 
 def test_every_write_and_read_tool_round_trips(server, memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]

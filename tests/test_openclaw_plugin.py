@@ -95,10 +95,12 @@ def test_plugin_posts_real_turns_into_the_agents_diary(memoryd_serve: tuple[str,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     counts = dict(re.findall(r"^# (pass|fail|skipped|cancelled) (\d+)$", proc.stdout, re.M))
-    assert counts == {"pass": "7", "fail": "0", "skipped": "0", "cancelled": "0"}, proc.stdout
-    diaries = list((openclaw / "workspace-main" / "memory").glob("*.md"))
-    assert len(diaries) == 1
+    assert counts == {"pass": "11", "fail": "0", "skipped": "0", "cancelled": "0"}, proc.stdout
+    notes = sorted((openclaw / "workspace-main" / "memory").glob("*.md"))
+    diaries = [p for p in notes if re.fullmatch(r"\d{4}-\d\d-\d\d\.md", p.name)]
+    assert len(diaries) == 1 and len(notes) == 2  # the diary and one session note (/new)
     text = diaries[0].read_text()
+    assert text.count("· flush") == 1 and "+44 20 7946 0018" in text
     assert text.count("· session s-live-1") == 1 and "OOMKilled: the memory limit" in text
     assert not (openclaw / "workspace-ops").exists()
 
@@ -148,6 +150,12 @@ def test_every_command_the_skill_teaches_runs(
     )
     assert added.exit_code == 0, added.output
     memory_id = json.loads(added.output)["results"][0]["id"]
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(
+        json.dumps({"role": "user", "content": "Let us plan the Redis migration for Friday."})
+        + "\n"
+        + json.dumps({"role": "assistant", "content": "Planned: Redis on Friday, warmup first."})
+    )
     values = {
         "<user>": "default",
         "<agent>": "main",
@@ -159,6 +167,7 @@ def test_every_command_the_skill_teaches_runs(
         "<YYYY-MM-DD>": datetime.now(UTC).date().isoformat(),
         "<path>": "MEMORY.md",
         "<id>": memory_id,
+        "<transcript.jsonl>": str(transcript),
         " N ": " 1 ",
         " M": " 5",
     }

@@ -10,6 +10,7 @@ import pytest
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.errors import InvalidInputError
+from memoryd.pipelines import diary
 from memoryd.settings import Settings
 from memoryd.workspace import Workspace
 from memoryd.workspace.search import memory_search
@@ -105,6 +106,30 @@ def test_flush_needs_notes(memory: Memory, ws: Workspace) -> None:
         flush(memory, ws, ["  ", ""])
     with pytest.raises(InvalidInputError):
         flush(memory, ws, [1, 2])  # type: ignore[list-item]
+
+
+def test_flush_of_messages_keeps_only_what_the_diary_lacks(
+    memory: Memory, ws: Workspace, clock: FakeClock
+) -> None:
+    """The host's pre-compaction hook sends the conversation: what the diary capture
+    already wrote is not written twice, what it missed is kept."""
+    diary.capture(memory, agent_id=ws.agent_id, messages=SESSION[1:3], workspace=ws.root)
+    clock.advance(minutes=30)
+    compacted = [*SESSION, {"role": "user", "content": "The staging cluster is named kestrel-2."}]
+    result = flush(memory, ws, messages=compacted)
+    text = (ws.memory_dir / "2026-03-27.md").read_text()
+    section = text.split("· flush\n", 1)[1]
+    assert "kestrel-2" in section and "Friday" in section  # never captured before
+    assert "memcached" not in section  # the diary holds it already
+    assert "PONG" not in section and "helpful agent" not in section  # tool and system text
+    assert result.appended == section.count("\n- ") + 1
+    hit = memory_search(memory, ws, "what is the staging cluster called", max_results=1)[0]
+    assert "kestrel-2" in hit.hit.text
+
+    again = flush(memory, ws, messages=compacted)  # nothing new: nothing is written
+    assert again.appended == 0 and (ws.memory_dir / "2026-03-27.md").read_text() == text
+    with pytest.raises(InvalidInputError, match="either notes or messages"):
+        flush(memory, ws, "a note", messages=compacted)
 
 
 def test_diary_dates_follow_the_workspace_time_zone(

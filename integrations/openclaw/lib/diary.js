@@ -26,6 +26,8 @@ export function resolveConfig(pluginConfig, env = process.env) {
     userId: stringOrUndefined(cfg.userId ?? env.MEMORYD_USER),
     timeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_TIMEOUT_MS,
     enabled: cfg.enabled !== false && env.MEMORYD_CAPTURE !== "off",
+    flushOnCompaction: cfg.flushOnCompaction !== false,
+    sessionNotes: cfg.sessionNotes !== false,
   };
 }
 
@@ -91,17 +93,14 @@ export function diaryRequest(event, ctx, config) {
 }
 
 /**
- * Send one finished turn. Resolves to memoryd's answer, or to null when the
- * turn was skipped or the post failed (logged, never thrown).
+ * POST `body` to memoryd's `route`. Resolves to the answer, or to null when the
+ * post failed (logged as `what` failed, never thrown).
  */
-export async function captureTurn(event, ctx, config, logger, fetchImpl = globalThis.fetch) {
+export async function post(config, route, body, logger, what, fetchImpl = globalThis.fetch) {
   try {
-    if (!config.enabled) return null;
-    const body = diaryRequest(event, ctx, config);
-    if (body === null) return null;
     const headers = { "content-type": "application/json" };
     if (config.apiKey) headers.authorization = `Bearer ${config.apiKey}`;
-    const response = await fetchImpl(`${config.url}/v1/diary`, {
+    const response = await fetchImpl(`${config.url}${route}`, {
       method: "POST",
       headers,
       body: JSON.stringify(body),
@@ -111,16 +110,28 @@ export async function captureTurn(event, ctx, config, logger, fetchImpl = global
     if (!response.ok) {
       const detail = answer?.detail ?? response.statusText;
       const hint = answer?.hint ? ` (${answer.hint})` : "";
-      logger?.warn?.(`memoryd: diary capture for ${body.agent_id} failed: ${response.status} ${detail}${hint}`);
+      logger?.warn?.(`memoryd: ${what} for ${body.agent_id} failed: ${response.status} ${detail}${hint}`);
       return null;
-    }
-    if (answer?.written) {
-      logger?.debug?.(`memoryd: diary ${body.agent_id} ${answer.path} +${answer.bytes} bytes`);
     }
     return answer;
   } catch (err) {
     const reason = err?.name === "TimeoutError" ? `no answer within ${config.timeoutMs} ms` : String(err?.cause ?? err);
-    logger?.warn?.(`memoryd: diary capture skipped, memoryd at ${config.url} unreachable: ${reason}`);
+    logger?.warn?.(`memoryd: ${what} skipped, memoryd at ${config.url} unreachable: ${reason}`);
     return null;
   }
+}
+
+/**
+ * Send one finished turn. Resolves to memoryd's answer, or to null when the
+ * turn was skipped or the post failed (logged, never thrown).
+ */
+export async function captureTurn(event, ctx, config, logger, fetchImpl = globalThis.fetch) {
+  if (!config.enabled) return null;
+  const body = diaryRequest(event, ctx, config);
+  if (body === null) return null;
+  const answer = await post(config, "/v1/diary", body, logger, "diary capture", fetchImpl);
+  if (answer?.written) {
+    logger?.debug?.(`memoryd: diary ${body.agent_id} ${answer.path} +${answer.bytes} bytes`);
+  }
+  return answer;
 }

@@ -2,12 +2,14 @@
 // which passes MEMORYD_URL, MEMORYD_TEST_KEY and MEMORYD_TEST_OPENCLAW_DIR), plus
 // unit tests of the pure parts that run anywhere.
 import assert from "node:assert/strict";
-import { readFile, stat } from "node:fs/promises";
+import { mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 
 import plugin from "../index.js";
 import { contentText, diaryRequest, lastTurn, resolveConfig, safeId } from "../lib/diary.js";
+import { conversation, eventMessages, transcriptMessages } from "../lib/session.js";
 
 const URL = process.env.MEMORYD_URL;
 const KEY = process.env.MEMORYD_TEST_KEY;
@@ -30,10 +32,14 @@ function fakeApi(pluginConfig) {
   };
 }
 
-function agentEnd(api, event, ctx) {
-  const hook = api.hooks.get("agent_end");
-  assert.ok(hook, "the plugin registers an agent_end hook");
+function fire(api, name, event, ctx) {
+  const hook = api.hooks.get(name);
+  assert.ok(hook, `the plugin registers a ${name} hook`);
   return hook.handler(event, ctx);
+}
+
+function agentEnd(api, event, ctx) {
+  return fire(api, "agent_end", event, ctx);
 }
 
 // A session as OpenClaw's embedded agent keeps it: content blocks, tool calls, tool results.
@@ -74,6 +80,8 @@ describe("pure parts", () => {
       userId: undefined,
       timeoutMs: 5000,
       enabled: true,
+      flushOnCompaction: true,
+      sessionNotes: true,
     });
     const env = { MEMORYD_URL: "http://mem:9000/", MEMORYD_API_KEY: "k", MEMORYD_USER: "boss" };
     assert.equal(resolveConfig({}, env).url, "http://mem:9000");
@@ -105,7 +113,73 @@ describe("pure parts", () => {
   });
 });
 
+describe("compaction and reset", () => {
+  test("the conversation is the user and assistant text, oldest first", () => {
+    const msgs = conversation(session("r").messages);
+    assert.deepEqual(
+      msgs.map((m) => m.role),
+      ["user", "assistant", "user", "assistant"],
+    );
+    assert.ok(!msgs.some((m) => /kubectl|OOMKilled OOMKilled/.test(m.content)));
+    const long = Array.from({ length: 300 }, (_, i) => ({ role: "user", content: `${i} `.padEnd(2000, "x") }));
+    const kept = conversation(long);
+    assert.ok(kept.length < 300 && kept.at(-1).content.startsWith("299 "), "the end of a long session is kept");
+  });
+
+  test("a session file is read when the event carries no messages", async () => {
+    const lines = [
+      JSON.stringify({ type: "session", id: "s1" }),
+      JSON.stringify({ type: "message", message: { role: "user", content: "Our VPN gateway is vpn-3." } }),
+      "{ half a line being writ",
+      JSON.stringify({ type: "message", message: { role: "assistant", content: [{ type: "text", text: "Noted." }] } }),
+    ];
+    assert.equal(transcriptMessages(lines.join("\n")).length, 2);
+    const dir = await mkdtemp(join(tmpdir(), "memoryd-plugin-"));
+    const file = join(dir, "s1.jsonl");
+    await writeFile(file, lines.join("\n"));
+    assert.deepEqual(await eventMessages({ sessionFile: file }), [
+      { role: "user", content: "Our VPN gateway is vpn-3." },
+      { role: "assistant", content: "Noted." },
+    ]);
+    assert.deepEqual(await eventMessages({ sessionFile: join(dir, "missing.jsonl") }), []);
+  });
+
+  test("the hooks can be turned off", async () => {
+    let calls = 0;
+    const fetchImpl = async () => {
+      calls += 1;
+      return new Response("{}");
+    };
+    const { flushBeforeCompaction, noteSessionEnd } = await import("../lib/session.js");
+    const off = resolveConfig({ flushOnCompaction: false, sessionNotes: false }, {});
+    assert.equal(await flushBeforeCompaction(session("r"), {}, off, undefined, fetchImpl), null);
+    assert.equal(await noteSessionEnd(session("r"), {}, off, undefined, fetchImpl), null);
+    assert.equal(calls, 0);
+  });
+});
+
 describe("against a live memoryd", live, () => {
+  test("before compaction, what the diary lacks is flushed; /new writes a session note", async () => {
+    const api = fakeApi({ url: URL, apiKey: KEY });
+    plugin.register(api);
+    const ctx = { agentId: "main", sessionId: "s-live-3" };
+    const captured = await agentEnd(api, session("run-3"), ctx);
+    assert.equal(captured.written, true, JSON.stringify(captured));
+    const history = session("run-3").messages;
+    history.push({ role: "user", content: "Remember that the on-call phone is +44 20 7946 0018." });
+    const flushed = await fire(api, "before_compaction", { messageCount: history.length, messages: history }, ctx);
+    assert.ok(flushed.appended >= 1, JSON.stringify(flushed));
+    const text = await diaryText("main", captured.date);
+    const section = text.split("· flush\n")[1];
+    assert.match(section, /on-call phone is \+44 20 7946 0018/);
+    assert.doesNotMatch(section, /OOMKilled: the memory limit/); // captured by agent_end already
+
+    const note = await fire(api, "before_reset", { reason: "new", messages: history }, ctx);
+    assert.match(note.path, /^memory\/\d{4}-\d\d-\d\d-[\w-]+\.md$/, JSON.stringify(note));
+    const body = await readFile(join(OPENCLAW_DIR, "workspace-main", note.path), "utf8");
+    assert.match(body, /on-call phone/);
+  });
+
   test("a finished turn lands in the agent's diary, once", async () => {
     const api = fakeApi({ url: URL, apiKey: KEY });
     plugin.register(api);

@@ -145,18 +145,27 @@ class FlushBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent_id: str
-    notes: list[str] | str
+    notes: list[str] | str | None = Field(
+        default=None, description="durable facts to keep, written as given"
+    )
+    messages: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="instead of notes: the conversation about to be compacted; its facts "
+        "that the diary does not already hold are written",
+    )
 
 
 @router.post("/flush")
 async def flush_notes(
     request: Request, body: FlushBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
-    """Append durable notes to today's diary before the agent compacts its context."""
+    """Append durable notes to today's diary before the agent compacts its context
+    (``notes``), or what of the compacted ``messages`` the diary lacks."""
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        return flush(mem, _workspace(mem, p, body.agent_id), body.notes).to_json()
+        ws = _workspace(mem, p, body.agent_id)
+        return flush(mem, ws, body.notes, messages=body.messages).to_json()
 
     return await run_in_threadpool(run)
 

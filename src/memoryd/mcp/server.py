@@ -39,8 +39,10 @@ diary and your curated MEMORY.md, then memory_search for the task at hand.
 During work: memory_search before answering about prior work, decisions,
 preferences, environments or open tasks; memory_add when something durable is
 decided, learned or finished (one fact per call, with its category);
-memory_update when a remembered fact changed. Cite file hits by their citation
-and read more lines with memory_get."""
+memory_update when a remembered fact changed. Before your context is compacted,
+memory_flush what must survive; when a session ends (/new, /reset, task done),
+memory_session_end. Cite file hits by their citation and read more lines with
+memory_get."""
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -64,6 +66,8 @@ def build_server(memory: Memory, scope_of: Callable[[Context], Scope]) -> MCPSer
         (tools.memory_list, _READ_ONLY),
         (tools.memory_history, _READ_ONLY),
         (tools.memory_add, _WRITE),
+        (tools.memory_flush, _WRITE),
+        (tools.memory_session_end, _WRITE),
         (tools.memory_update, _WRITE),
         (tools.memory_delete, _DESTRUCTIVE),
     ):

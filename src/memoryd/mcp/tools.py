@@ -27,6 +27,7 @@ from memoryd.search.tiers import SHARED, memory_type
 from memoryd.workspace.context import build_context
 from memoryd.workspace.files import memory_get as read_lines
 from memoryd.workspace.layout import Workspace, local_today, resolve_workspace
+from memoryd.workspace.sessions import flush, write_session_note
 
 Tier = Literal["long_term", "short_term"]
 SearchTier = Literal["combined", "long_term", "short_term"]
@@ -307,6 +308,53 @@ class MemoryTools:
             "results": [e.model_dump(mode="json") for e in events],
             "tier": "short_term" if run_id else "long_term",
         }
+
+    @tool_errors
+    def memory_flush(
+        self,
+        ctx: Context,
+        notes: Annotated[
+            list[str] | None,
+            Field(
+                description="the durable facts to keep, each self-contained (decisions, "
+                "preferences, open tasks, names and identifiers)"
+            ),
+        ] = None,
+        messages: Annotated[
+            list[dict[str, Any]] | None,
+            Field(
+                description="instead of notes: the conversation about to be compacted; memoryd "
+                "keeps what today's diary does not already hold"
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Save what must survive before your context is compacted or cut: call it when
+        the host says compaction is near, or before a long tool run that may overflow
+        the context. Send the durable notes yourself (best), or the messages and let
+        memoryd pick out what the diary lacks. They are appended to today's diary,
+        searchable at once."""
+        scope = self._begin(ctx, "memory_flush")
+        done = flush(self.memory, self._workspace(scope), notes, messages=messages)
+        return done.to_json()
+
+    @tool_errors
+    def memory_session_end(
+        self,
+        ctx: Context,
+        messages: Annotated[
+            list[dict[str, Any]],
+            Field(description='the session\'s messages, [{"role", "content"}], oldest first'),
+        ],
+        session_id: Annotated[str | None, Field(description="the host's session id")] = None,
+    ) -> dict[str, Any]:
+        """Keep the end of a session when it closes (the user starts a new one with
+        /new or /reset, or the task is done): its last messages become a session note,
+        memory/YYYY-MM-DD-<slug>.md, found by later searches."""
+        scope = self._begin(ctx, "memory_session_end")
+        note = write_session_note(
+            self.memory, self._workspace(scope), messages, session_id=session_id
+        )
+        return note.to_json()
 
     @tool_errors
     def memory_update(

@@ -19,6 +19,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any
 
 from memoryd.core import Memory
@@ -222,8 +223,49 @@ class FlushResult:
         return {"path": self.path, "appended": self.appended, "chunks": self.chunks}
 
 
-def flush(memory: Memory, ws: Workspace, notes: str | Sequence[str]) -> FlushResult:
-    """Append durable notes to today's diary as one ``## HH:MM`` section."""
+def flush(
+    memory: Memory,
+    ws: Workspace,
+    notes: str | Sequence[str] | None = None,
+    *,
+    messages: Sequence[Any] | None = None,
+) -> FlushResult:
+    """Append durable notes to today's diary as one ``## HH:MM · flush`` section.
+
+    ``notes`` are written as given (the agent chose them). ``messages`` (the
+    conversation about to be compacted, as a host's hook sends it) are distilled
+    first: by the configured LLM's fact extraction, else sentence by sentence, and
+    what the last two days' diary already holds (the turns the diary capture
+    wrote) is left out, so an automatic flush writes only what would otherwise be
+    lost, and nothing when there is nothing new (``appended: 0``).
+    """
+    if (notes is None) == (messages is None):
+        raise InvalidInputError(
+            "send either notes or messages",
+            'notes: the durable facts to keep; messages: [{"role": ..., "content": ...}]',
+        )
+    now = local_now(ws.settings, memory.clock)
+    path = ws.diary_path(now.date())
+    if messages is not None:
+        cleaned = _distil(memory, ws, messages, now.date())
+        if not cleaned:
+            return FlushResult(ws.rel(path), 0, 0)
+    else:
+        cleaned = _notes(notes)
+    if sum(len(n) for n in cleaned) > MAX_NOTES_CHARS:
+        raise LimitExceededError(
+            f"notes are longer than {MAX_NOTES_CHARS} characters",
+            "flush the durable facts only, not the transcript",
+        )
+    bullets = "\n".join(n if n.startswith(("- ", "* ")) else f"- {n}" for n in cleaned)
+    append_atomic(
+        path, f"\n## {now:%H:%M} · flush\n{bullets}\n", header=f"# {now.date().isoformat()}"
+    )
+    report = index_workspace(memory, ws, paths=[path])
+    return FlushResult(ws.rel(path), len(cleaned), report.chunks_written)
+
+
+def _notes(notes: Any) -> list[str]:
     items = (
         [notes] if isinstance(notes, str) else list(notes) if isinstance(notes, Sequence) else None
     )
@@ -236,16 +278,36 @@ def flush(memory: Memory, ws: Workspace, notes: str | Sequence[str]) -> FlushRes
             "there are no notes to flush",
             "send the durable facts to keep; when there is nothing to store, do not call flush",
         )
-    if sum(len(n) for n in cleaned) > MAX_NOTES_CHARS:
-        raise LimitExceededError(
-            f"notes are longer than {MAX_NOTES_CHARS} characters",
-            "flush the durable facts only, not the transcript",
-        )
-    now = local_now(ws.settings, memory.clock)
-    path = ws.diary_path(now.date())
-    bullets = "\n".join(n if n.startswith(("- ", "* ")) else f"- {n}" for n in cleaned)
-    append_atomic(
-        path, f"\n## {now:%H:%M} · flush\n{bullets}\n", header=f"# {now.date().isoformat()}"
-    )
-    report = index_workspace(memory, ws, paths=[path])
-    return FlushResult(ws.rel(path), len(cleaned), report.chunks_written)
+    return cleaned
+
+
+def _distil(memory: Memory, ws: Workspace, messages: Sequence[Any], today: date) -> list[str]:
+    """The facts of ``messages`` that the recent diary does not already hold."""
+    turns = conversation(messages, 10_000)
+    if not turns:
+        return []
+    text = "\n".join(f"{role}: {words}" for role, words in turns)
+    facts = memory.extractor.extract(text, None, today)
+    recent = ""
+    for day in (today - timedelta(days=1), today):
+        try:
+            recent += ws.diary_path(day).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+    known = _squash(recent)
+    out: list[str] = []
+    size = 0
+    for fact in reversed(facts):  # the latest first: a long backlog keeps its end
+        flat = " ".join(fact.replace("\x00", "").split())
+        if not flat or _squash(flat) in known or flat in out:
+            continue
+        size += len(flat)
+        if size > MAX_NOTES_CHARS:
+            break
+        out.append(flat)
+    return out[::-1]
+
+
+def _squash(text: str) -> str:
+    """Words only, case-folded: "- **user** (user): It's X." and "It's X" compare equal."""
+    return " ".join(_WORD.findall(text.casefold()))
