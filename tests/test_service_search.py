@@ -238,3 +238,38 @@ def test_filters_narrow_search(team: Memory) -> None:
         "kiro-cli", user_id="boss", agent_id="ops", filters=Filters(categories=["decision"])
     )
     assert [h.text for h in hits] == ["ops decided kiro-cli runs only on the build host"]
+
+
+@pytest.mark.parametrize("decay", [True, False])
+def test_a_short_search_is_the_head_of_a_long_one(memory: Memory, clock, decay: bool) -> None:  # type: ignore[no-untyped-def]
+    """Records are read only for candidates that can still make the cut: whatever the
+    boost, the recency and the duplicates do, top_k=k is the first k of top_k=40."""
+    memory.settings.search.min_candidates = 200  # every memory is a candidate for any top_k
+    memory.settings.search.entity_boost = 0.5  # a named speaker's weak hits jump the queue
+    speakers = ["Caroline", "Melanie"]
+    topics = ["painting", "the support group", "adoption", "camping", "a pottery class"]
+    for day in range(6):
+        clock.advance(days=9)  # older turns decay: recency reorders the relevant ones
+        memory.add(
+            messages=[
+                {
+                    "role": "user",
+                    "name": speakers[(day + n) % 2],
+                    "content": f"Day {day}: I keep thinking about {topics[(day + n) % 5]}.",
+                }
+                for n in range(5)
+            ],
+            user_id="u",
+            infer=False,
+            metadata={"session": f"s{day}"},
+        )
+        # the same words again under another agent: one hit per text
+        memory.add(f"Day {day}: I keep thinking about camping.", user_id="u", agent_id="x")
+    for query in ("What did Melanie say about adoption?", "support group", "Caroline camping"):
+        full = memory.search(query, user_id="u", top_k=40, time_decay=decay, record_recall=False)
+        assert len({h.text for h in full}) == len(full) > 10
+        for k in (1, 2, 3, 5, 8):
+            head = memory.search(
+                query, user_id="u", top_k=k, time_decay=decay, record_recall=False
+            )
+            assert [(h.id, h.score) for h in head] == [(h.id, h.score) for h in full[:k]], k

@@ -12,7 +12,7 @@ import builtins
 import json
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
@@ -826,27 +826,71 @@ class Memory:
             candidates = merge(
                 candidates, hybrid_candidates(self.store, query, qvec, pool, n, s, mode)
             )
-        candidates = [c for c in candidates if c.parts.fused >= threshold]
-        records = {r.id: r for r in self.store.get_many([c.id for c in candidates])}
-        if s.entity_boost and mode == "hybrid":
-            candidates = boost_named(candidates, records, names_in(query), s.entity_boost)
-        if not decay:
-            candidates = candidates[: top_k * 2]  # room for hash duplicates, no re-ranking
+        candidates = sorted(
+            (c for c in candidates if c.parts.fused >= threshold), key=lambda c: -c.parts.fused
+        )
+        boost = s.entity_boost if mode == "hybrid" else 0.0
+        found = self._rank(candidates, top_k, names_in(query) if boost else set(), boost, decay)
+        if record_recall:
+            self.recalls.record(query, found, self.clock())
+        return found
+
+    def _rank(
+        self,
+        candidates: builtins.list[Candidate],
+        top_k: int,
+        names: set[str],
+        boost: float,
+        decay: bool,
+    ) -> builtins.list[SearchHit]:
+        """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
+        with the entity boost and time decay applied.
+
+        Records are read in two steps, not all at once: the best ``2 * top_k`` first,
+        then only the candidates whose best possible score (their relevance plus the
+        whole boost, and a recency of 1) still beats the ``top_k``-th score so far.
+        Reading a record costs more than everything else a search does to it, and
+        most candidates cannot make the cut."""
+        s = self.settings.search
         now = self.clock()
-        ranked: builtins.list[tuple[float, float | None, float | None, Candidate]] = []
-        for c in candidates:
-            record = records.get(c.id)
-            if record is None:
+
+        def best_possible(c: Candidate) -> float:
+            relevance = min(1.0, c.parts.fused + boost)
+            return blend(relevance, 1.0, s) if decay else relevance
+
+        place = {c.id: n for n, c in enumerate(candidates)}
+        records: dict[str, MemoryRecord] = {}
+        ranked: builtins.list[tuple[float, int, float | None, Candidate]] = []
+        done, step = 0, top_k * 2
+        while done < len(candidates):
+            batch = candidates[done : done + step]
+            done += len(batch)
+            got = {r.id: r for r in self.store.get_many([c.id for c in batch])}
+            records.update(got)
+            if boost:
+                batch = boost_named(batch, got, names, boost)
+            for c in batch:
+                if c.id not in got:
+                    continue
+                weight = record_weight(got[c.id], now, s) if decay else None
+                final = c.parts.fused if weight is None else blend(c.parts.fused, weight, s)
+                # the candidate's place breaks ties, as a stable sort of all of them would
+                ranked.append((final, place[c.id], weight, c))
+            ranked.sort(key=lambda t: (-t[0], t[1]))
+            scores = _distinct_scores(ranked, records, top_k)
+            if done >= len(candidates) or len(scores) < top_k:
+                step = top_k * 2
                 continue
-            if decay:
-                recency = record_weight(record, now, s)
-                ranked.append((blend(c.parts.fused, recency, s), c.parts.fused, recency, c))
-            else:
-                ranked.append((c.parts.fused, None, None, c))
-        ranked.sort(key=lambda t: -t[0])
+            kth = scores[-1]
+            more = 0
+            while done + more < len(candidates) and best_possible(candidates[done + more]) > kth:
+                more += 1
+            if more == 0:
+                break
+            step = more
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
-        for final, original, weight, c in ranked:  # best first, each text once
+        for final, _, weight, c in ranked:  # best first, each text once
             rec = records[c.id]
             if rec.hash in seen:
                 continue
@@ -859,14 +903,12 @@ class Memory:
                     score=final,
                     parts=parts,
                     record=rec,
-                    original_score=original,
+                    original_score=None if weight is None else c.parts.fused,
                     memory_type=memory_type(rec, s.shared_categories),
                 )
             )
             if len(found) == top_k:
                 break
-        if record_recall:
-            self.recalls.record(query, found, now)
         return found
 
     def search_combined(
@@ -1007,6 +1049,24 @@ class Memory:
         there use keywords only instead of comparing vectors of two models.
         """
         return self.store.get_meta("embed_model") in (None, self.embedder.name)
+
+
+def _distinct_scores(
+    ranked: Sequence[tuple[float, int, float | None, Candidate]],
+    records: Mapping[str, MemoryRecord],
+    top_k: int,
+) -> builtins.list[float]:
+    """The scores of the first ``top_k`` hits of ``ranked`` with distinct texts."""
+    seen: set[str] = set()
+    scores: builtins.list[float] = []
+    for final, _, _, c in ranked:
+        digest = records[c.id].hash
+        if digest not in seen:
+            seen.add(digest)
+            scores.append(final)
+            if len(scores) == top_k:
+                break
+    return scores
 
 
 def _input_texts(
