@@ -13,6 +13,7 @@ The default run keeps Hypothesis small (``FUZZ_EXAMPLES`` per operation);
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -233,3 +234,90 @@ def test_edge_values_found_by_fuzzing_are_4xx_or_served(api: httpx.Client) -> No
     assert r.status_code == 200, r.text
     for page in ("/ui/memories", "/ui/search"):  # the day after 9999-12-31 overflowed
         assert api.get(page, params={"until": "9999-12-31", "q": "x"}).status_code == 200
+
+
+# -- hostile strings in every field of every operation ------------------------------------------
+HOSTILE = st.sampled_from(
+    [
+        "\ud800",  # half a surrogate pair, alone
+        "a\udfffb",
+        "\u202e\u200b\u200d\ufeff",  # bidi override, zero-width space/joiner, BOM
+        "\x00",
+        "x\x00y",
+        "\u2028\u2029",
+        "../" * 40,
+        "z" * 5000,
+        "é\u0301\u0327",
+        "user",
+    ]
+)
+HOSTILE_EXAMPLES = 500 if FULL else 4
+
+
+def _fields(spec: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """The property names of a request body schema (one level of $ref resolved)."""
+    ref = schema.get("$ref")
+    if ref:
+        schema = spec["components"]["schemas"][ref.rsplit("/", 1)[1]]
+    return list(schema.get("properties", {}))
+
+
+def test_hostile_strings_in_every_field_never_5xx(api_binary: tuple[httpx.Client, Memory]) -> None:
+    """Every operation, every body field and path parameter set to odd text (lone
+    surrogates, bidi and zero-width characters, NUL, long and traversal strings):
+    no 5xx and no dropped connection. ``MEMORYD_FULL=1``: 500 examples per operation
+    (more than 10,000 requests)."""
+    client, _ = api_binary
+    spec = client.get("/openapi.json").json()
+    operations = [
+        (method.upper(), path, op)
+        for path, ops in spec["paths"].items()
+        for method, op in ops.items()
+        if method in ("get", "post", "put", "patch", "delete")
+    ]
+    assert len(operations) >= 20
+    sent = {"n": 0}
+    failures: list[str] = []
+
+    @settings(max_examples=HOSTILE_EXAMPLES, deadline=None, database=None)
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        for method, path, op in operations:
+            url = path
+            for name in (p["name"] for p in op.get("parameters", []) if p["in"] == "path"):
+                raw = data.draw(HOSTILE).encode("utf-8", "surrogatepass")
+                url = url.replace("{" + name + "}", "".join(f"%{b:02X}" for b in raw))
+            query = {
+                p["name"]: data.draw(HOSTILE).encode("utf-8", "surrogatepass")
+                for p in op.get("parameters", [])
+                if p["in"] == "query"
+            }
+            content = None
+            body = op.get("requestBody", {}).get("content", {}).get("application/json")
+            if body:
+                fields = _fields(spec, body["schema"])
+                payload = {
+                    f: data.draw(st.one_of(HOSTILE, st.lists(HOSTILE, max_size=2))) for f in fields
+                }
+                content = json.dumps(payload)  # ensure_ascii: lone surrogates as \\udXXX
+            try:
+                r = client.request(
+                    method,
+                    url,
+                    params=query,
+                    content=content,
+                    headers={"content-type": "application/json"},
+                )
+            except httpx.HTTPError as exc:  # a dropped connection
+                failures.append(f"{method} {path}: {type(exc).__name__} {exc}")
+                continue
+            sent["n"] += 1
+            if r.status_code >= 500:
+                failures.append(
+                    f"{method} {path} -> {r.status_code}: {r.text[:200]} ({content!r:.200})"
+                )
+
+    run()
+    print(f"hostile strings: {sent['n']} requests over {len(operations)} operations")
+    assert not failures, "\n".join(failures[:20])
+    assert sent["n"] >= len(operations) * HOSTILE_EXAMPLES // 2

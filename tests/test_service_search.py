@@ -269,7 +269,5 @@ def test_a_short_search_is_the_head_of_a_long_one(memory: Memory, clock, decay: 
         full = memory.search(query, user_id="u", top_k=40, time_decay=decay, record_recall=False)
         assert len({h.text for h in full}) == len(full) > 10
         for k in (1, 2, 3, 5, 8):
-            head = memory.search(
-                query, user_id="u", top_k=k, time_decay=decay, record_recall=False
-            )
+            head = memory.search(query, user_id="u", top_k=k, time_decay=decay, record_recall=False)
             assert [(h.id, h.score) for h in head] == [(h.id, h.score) for h in full[:k]], k

@@ -228,6 +228,11 @@ class ServerSettings(BaseModel):
     port: int = 8230
     allow_remote_without_auth: bool = False
     max_concurrent_adds: int = 8  # adds beyond this wait, so reads always find a worker thread
+    # requests without an API key must name one of these hosts (besides the loopback names
+    # and ``host``): a DNS-rebinding page names its own; "*" turns the check off
+    allowed_hosts: list[str] = Field(default_factory=list)
+    # web origins that may call memoryd from a browser (CORS); none by default
+    cors_origins: list[str] = Field(default_factory=list)
 
 
 class WorkspaceSettings(BaseModel):

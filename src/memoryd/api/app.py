@@ -13,8 +13,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware.cors import CORSMiddleware
 
 import memoryd
+from memoryd.api.guard import GuardMiddleware
 from memoryd.api.limits import LimitsMiddleware
 from memoryd.api.routes_diary import router as diary_router
 from memoryd.api.routes_memory import router as memory_router
@@ -47,11 +49,21 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     app.state.memory = mem
     # adds beyond this many wait for a slot instead of taking every worker thread
     app.state.add_slots = asyncio.Semaphore(max(1, mem.settings.server.max_concurrent_adds))
+    # hostile paths, unencodable text and cross-site or rebinding browsers
+    # (memoryd.api.guard), inside the limits, so a body is size-checked before it is read
+    app.add_middleware(GuardMiddleware, settings=mem.settings)
     # body size and per-key rate limits (memoryd.api.limits); inside the audit middleware,
     # so refused requests are audited too
     app.add_middleware(LimitsMiddleware, settings=mem.settings)
     audit_log = AuditLog(mem.settings)  # one JSON line per request (memoryd.audit)
     app.add_middleware(AuditMiddleware, log=audit_log, settings=mem.settings)
+    if mem.settings.server.cors_origins:  # closed unless configured
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=mem.settings.server.cors_origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+        )
 
     @app.exception_handler(MemorydError)
     async def _memoryd_error(_: Request, exc: MemorydError) -> JSONResponse:
