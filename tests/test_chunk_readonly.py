@@ -20,6 +20,7 @@ from memoryd.errors import ReadOnlyError
 from memoryd.models import Filters, Origin, State
 from memoryd.settings import Settings
 from memoryd.workspace.indexer import index_workspace
+from tests.test_ui_pages import form_token
 from tests.test_workspace_support import make_workspace
 
 
@@ -54,8 +55,11 @@ def test_http_and_dashboard_refuse_with_409(memory: Memory, tmp_path: Path, live
         put = httpx.put(f"{server.url}/memory/update", json={"memory_id": cid, "text": "rewritten"})
         delete = httpx.delete(f"{server.url}/memory/{cid}")
         mem0 = httpx.put(f"{server.url}/memories/{cid}", json={"text": "rewritten"})
-        edit = httpx.post(f"{server.url}/ui/memory/{cid}/edit", data={"text": "rewritten"})
-        ui_delete = httpx.post(f"{server.url}/ui/memory/{cid}/delete")
+        with httpx.Client(base_url=server.url) as browser:
+            csrf = form_token(browser, f"/ui/memory/{cid}")
+            form = {"text": "rewritten", "csrf": csrf}
+            edit = browser.post(f"/ui/memory/{cid}/edit", data=form)
+            ui_delete = browser.post(f"/ui/memory/{cid}/delete", data={"csrf": csrf})
     for r in (put, delete, mem0):
         assert r.status_code == 409, r.text
         assert r.json()["error"] == "ReadOnlyError" and ".md" in r.json()["hint"]

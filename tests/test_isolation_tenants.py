@@ -38,6 +38,7 @@ from memoryd.embed import Embedder
 from memoryd.settings import ApiKey, Settings
 from tests.conftest import FULL, LiveServer
 from tests.mcp_client import McpSession
+from tests.test_ui_pages import form_token
 
 USERS = ["alice", "bob"]
 AGENTS = [None, "dev", "ops"]
@@ -396,9 +397,10 @@ def test_dashboard_with_a_scoped_cookie_shows_only_its_scope(scoped: tuple[Any, 
             for marker in hidden:
                 assert marker not in page.text, (page.url, marker)
         assert "Alpha dashboard" in pages[1].text
+        csrf = form_token(c, f"/ui/memory/{mine[0].id}")  # a real token: scope still refuses
         for mid in (theirs[0].id, ops[0].id):
             assert c.get(f"/ui/memory/{mid}").status_code == 404
-            r = c.post(f"/ui/memory/{mid}/delete")
+            r = c.post(f"/ui/memory/{mid}/delete", data={"csrf": csrf})
             assert r.status_code in (403, 404), r.status_code
         assert memory.get(theirs[0].id).state == "active"
         assert c.get(f"/ui/memory/{mine[0].id}").status_code == 200

@@ -7,6 +7,7 @@ refusals, and the small pure helpers behind the overview.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
@@ -311,6 +312,15 @@ def _get(server: Any, path: str, **kw: Any) -> httpx.Response:
     return httpx.get(f"{server.url}{path}", follow_redirects=False, timeout=30, **kw)
 
 
+def form_token(client: httpx.Client, path: str) -> str:
+    """Open a dashboard page as a browser would (``client`` keeps its cookies) and
+    return the token its forms carry."""
+    page = client.get(path)
+    match = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert match, (path, page.status_code, page.text[:300])
+    return match.group(1)
+
+
 # -- pages for an open (no keys) server ------------------------------------------------------------
 def test_every_page_renders_with_seeded_data(memory: Memory, seeded: Seeded, live_server) -> None:  # type: ignore[no-untyped-def]
     with live_server(create_app(memory=memory)) as server:
@@ -390,16 +400,26 @@ def test_bad_filters_get_a_named_error_with_a_hint(memory: Memory, live_server) 
 
 def test_edit_delete_restore_over_http(memory: Memory, seeded: Seeded, live_server) -> None:  # type: ignore[no-untyped-def]
     mid = seeded.ids["boss0"]
-    with live_server(create_app(memory=memory)) as server:
-        url = f"{server.url}/ui/memory/{mid}"
-        empty = httpx.post(f"{url}/edit", data={"text": "   ", "category": "preference"})
+    with (
+        live_server(create_app(memory=memory)) as server,
+        httpx.Client(base_url=server.url) as c,
+    ):
+        url = f"/ui/memory/{mid}"
+        csrf = form_token(c, url)
+        empty = c.post(f"{url}/edit", data={"text": "   ", "category": "preference", "csrf": csrf})
         assert memory.get(mid).text.startswith("Boss prefers answers")
-        edited = httpx.post(f"{url}/edit", data={"text": "Boss prefers prose", "category": "style"})
+        stale = c.post(f"{url}/edit", data={"text": "Boss prefers prose", "csrf": "stale"})
+        missing = c.post(f"{url}/delete")
+        assert stale.status_code == 403 and missing.status_code == 403
+        assert "reload the page" in stale.text and memory.get(mid).state == State.ACTIVE
+        edited = c.post(
+            f"{url}/edit", data={"text": "Boss prefers prose", "category": "style", "csrf": csrf}
+        )
         assert memory.get(mid).text == "Boss prefers prose"
         assert memory.get(mid).category == "style"
-        deleted = httpx.post(f"{url}/delete")
+        deleted = c.post(f"{url}/delete", data={"csrf": csrf})
         assert memory.store.get(mid).state == State.DELETED  # type: ignore[union-attr]
-        restored = httpx.post(f"{url}/restore")
+        restored = c.post(f"{url}/restore", data={"csrf": csrf})
     assert empty.status_code == 422 and "text is empty" in empty.text
     assert "   </textarea>" in empty.text  # the draft is kept next to the error
     assert edited.status_code == 303 and edited.headers["location"].endswith("?notice=updated")
@@ -525,11 +545,13 @@ def test_pages_ask_for_a_key_when_auth_is_on(keyed: Memory, seeded: Seeded, live
     with live_server(create_app(memory=keyed)) as server:
         anonymous = _get(server, "/ui/memories?user=alice")
         form = _get(server, "/ui/login")
-        wrong = httpx.post(f"{server.url}/ui/login", data={"key": "guess", "next": "/ui"})
-        ok = httpx.post(
-            f"{server.url}/ui/login",
-            data={"key": "root-key-0123456789", "next": "https://evil.example/"},
-        )
+        with httpx.Client(base_url=server.url) as browser:
+            csrf = form_token(browser, "/ui/login")
+            wrong = browser.post("/ui/login", data={"key": "guess", "next": "/ui", "csrf": csrf})
+            ok = browser.post(
+                "/ui/login",
+                data={"key": "root-key-0123456789", "next": "https://evil.example/", "csrf": csrf},
+            )
         with httpx.Client(base_url=server.url, cookies={"memoryd_key": "root-key-0123456789"}) as c:
             admin_page = c.get("/ui/memories?user=alice")
         bad_cookie = _get(server, "/ui", cookies={"memoryd_key": "stale"})
@@ -558,8 +580,9 @@ def test_a_scoped_key_sees_only_its_users(keyed: Memory, seeded: Seeded, live_se
         own = c.get(f"/ui/memory/{seeded.alice[0]}")
         search = c.get("/ui/search", params={"q": "deploys ArgoCD cluster", "min": "0"})
         ask_boss = c.get("/ui/memories?user=boss")
-        edit_boss = c.post(f"/ui/memory/{boss_id}/edit", data={"text": "hijacked"})
-        delete_boss = c.post(f"/ui/memory/{boss_id}/delete")
+        csrf = form_token(c, f"/ui/memory/{seeded.alice[0]}")
+        edit_boss = c.post(f"/ui/memory/{boss_id}/edit", data={"text": "hijacked", "csrf": csrf})
+        delete_boss = c.post(f"/ui/memory/{boss_id}/delete", data={"csrf": csrf})
         audit = c.get("/ui/audit")
         runs = c.get("/ui/pipelines")
     assert 'data-testid="stat-active">4<' in overview.text and "boss" not in overview.text

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hmac
 import inspect
 import math
+import secrets
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -53,6 +55,9 @@ HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 TEMPLATES = Jinja2Templates(directory=HERE / "templates")
 COOKIE = "memoryd_key"
+#: the double-submit token every dashboard form carries (and a cookie holds: a page on
+#: another site can make the browser send the cookie, never read it into a form)
+CSRF_COOKIE = "memoryd_csrf"
 PAGE_SIZE = 25
 PIPELINES = ("digest", "sync", "dream", "decay", "lessons")
 TIERS = {"long_term": "long-term", "short_term": "short-term", "shared": "shared"}
@@ -623,7 +628,9 @@ def render(
     status_code: int = 200,
 ) -> Response:
     mem = _memory(request)
+    token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
     base = {
+        "csrf": token,
         "principal": principal,
         "auth_on": _auth_on(request),
         "now": mem.clock(),
@@ -634,6 +641,15 @@ def render(
     response = TEMPLATES.TemplateResponse(
         request, template, {**base, **context}, status_code=status_code
     )
+    if request.cookies.get(CSRF_COOKIE) != token:
+        response.set_cookie(
+            CSRF_COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/ui",
+        )
     _secure(response)
     return response
 
@@ -656,18 +672,21 @@ def _error_page(request: Request, exc: MemorydError, principal: Principal | None
     )
 
 
-def page(handler: Callable[..., Response]) -> Callable[..., Response]:
+def page(handler: Callable[..., Response], *, form: bool = False) -> Callable[..., Response]:
     """Resolve the principal, check same-origin writes, and turn memoryd errors into pages.
 
     The handler takes ``(request, principal, **params)``; FastAPI sees the same
-    signature without ``principal``. Only ``MemorydError`` is caught: it carries
-    the message and hint a person needs. Anything else is a bug and surfaces.
+    signature without ``principal`` (and, for a ``form`` page, with the form's
+    ``csrf`` token, checked before the handler runs). Only ``MemorydError`` is
+    caught: it carries the message and hint a person needs. Anything else is a
+    bug and surfaces.
     """
     signature = inspect.signature(handler)
 
     @functools.wraps(handler)
     def wrapper(**params: Any) -> Response:
         request: Request = params.pop("request")
+        token = params.pop("csrf", "")
         try:
             principal = _principal(request)
         except AuthenticationError:
@@ -679,13 +698,31 @@ def page(handler: Callable[..., Response]) -> Callable[..., Response]:
         try:
             if request.method == "POST":
                 _same_origin(request)
+                _check_csrf(request, token)
             return handler(request, principal, **params)
         except MemorydError as exc:
             return _error_page(request, exc, principal)
 
     public = [p for name, p in signature.parameters.items() if name != "principal"]
+    if form:
+        csrf = inspect.Parameter("csrf", inspect.Parameter.KEYWORD_ONLY, default=Form(""))
+        public.append(csrf.replace(annotation=str))
     setattr(wrapper, "__signature__", signature.replace(parameters=public))  # noqa: B010
     return wrapper
+
+
+def form_page(handler: Callable[..., Response]) -> Callable[..., Response]:
+    """:func:`page` for a form's POST: the form's ``csrf`` token must match its cookie."""
+    return page(handler, form=True)
+
+
+def _check_csrf(request: Request, token: str) -> None:
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    if not cookie or not token or not hmac.compare_digest(cookie.encode(), token.encode()):
+        raise PermissionDeniedError(
+            "this form's security token is missing or out of date",
+            "reload the page and submit the form again",
+        )
 
 
 def _same_origin(request: Request) -> None:
@@ -839,7 +876,7 @@ def memory_type(memory: Memory, record: MemoryRecord | SearchHit) -> str:
 
 
 @router.post("/memory/{memory_id}/edit", response_model=None)
-@page
+@form_page
 def edit(
     request: Request,
     principal: Principal,
@@ -869,7 +906,7 @@ def edit(
 
 
 @router.post("/memory/{memory_id}/delete", response_model=None)
-@page
+@form_page
 def delete(request: Request, principal: Principal, memory_id: str) -> Response:
     mem = _memory(request)
     record = visible_record(mem, principal, memory_id)
@@ -881,7 +918,7 @@ def delete(request: Request, principal: Principal, memory_id: str) -> Response:
 
 
 @router.post("/memory/{memory_id}/restore", response_model=None)
-@page
+@form_page
 def restore(request: Request, principal: Principal, memory_id: str) -> Response:
     mem = _memory(request)
     record = visible_record(mem, principal, memory_id)
@@ -951,11 +988,14 @@ def login_form(request: Request) -> Response:
 
 
 @router.post("/login", response_model=None)
-def login(request: Request, key: str = Form(""), next: str = Form("/ui")) -> Response:
+def login(
+    request: Request, key: str = Form(""), next: str = Form("/ui"), csrf: str = Form("")
+) -> Response:
     target = _safe_next(next)
     key = key.strip()
     try:
         _same_origin(request)
+        _check_csrf(request, csrf)
         authenticate(_memory(request).settings, key or None)
     except (AuthenticationError, PermissionDeniedError) as exc:
         return render(
@@ -975,7 +1015,12 @@ def login(request: Request, key: str = Form(""), next: str = Form("/ui")) -> Res
 
 
 @router.post("/logout", response_model=None)
-def logout(request: Request) -> Response:
+def logout(request: Request, csrf: str = Form("")) -> Response:
+    try:
+        _same_origin(request)
+        _check_csrf(request, csrf)
+    except PermissionDeniedError as exc:
+        return _error_page(request, exc, None)
     response = _redirect("/ui/login" if _auth_on(request) else "/ui")
     response.delete_cookie(COOKIE, path="/")
     return response
