@@ -642,16 +642,24 @@ def render(
         request, template, {**base, **context}, status_code=status_code
     )
     if request.cookies.get(CSRF_COOKIE) != token:
-        response.set_cookie(
-            CSRF_COOKIE,
-            token,
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-            path="/ui",
-        )
+        _set_cookie(request, response, CSRF_COOKIE, token, path="/ui")
     _secure(response)
     return response
+
+
+def _set_cookie(
+    request: Request, response: Response, name: str, value: str, *, path: str, **kw: Any
+) -> None:
+    """A cookie scripts cannot read and other sites' requests never carry."""
+    response.set_cookie(
+        name,
+        value,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path=path,
+        **kw,
+    )
 
 
 def _secure(response: Response) -> None:
@@ -1002,15 +1010,7 @@ def login(
             request, "login.html", {"next": target, "error": exc}, status_code=exc.status_code
         )
     response = _redirect(target)
-    response.set_cookie(
-        COOKIE,
-        key,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-        path="/",
-        max_age=60 * 60 * 24 * 30,
-    )
+    _set_cookie(request, response, COOKIE, key, path="/", max_age=60 * 60 * 24 * 30)
     return response
 
 
