@@ -136,6 +136,10 @@ def test_a_valid_key_or_configured_hosts_and_origins_are_let_through(
                 "access-control-request-method": "POST",
             },
         )
+        remote_dashboard = httpx.get(  # keys on: its own name, the key cookie, no list needed
+            server.url + "/ui/",
+            headers={"host": "memoryd.example:8230", "cookie": "memoryd_key=k-app"},
+        )
         cookie_only = httpx.post(
             server.url + "/memory/add",
             json={"user_id": "u", "text": "x y z", "infer": False},
@@ -145,6 +149,7 @@ def test_a_valid_key_or_configured_hosts_and_origins_are_let_through(
     assert named.status_code == 200
     assert preflight.status_code == 200
     assert preflight.headers["access-control-allow-origin"] == "https://notes.example"
+    assert remote_dashboard.status_code == 200, remote_dashboard.text[:300]
     assert cookie_only.status_code == 403  # the dashboard's cookie is what a forged form carries
 
 

@@ -11,10 +11,10 @@
   format characters (bidi overrides, zero-width joiners). Free text keeps every
   valid character.
 * **The browser.** Without API keys memoryd trusts whoever reaches it, and a web
-  page the user opens reaches loopback too. Requests that do not carry a valid
-  key must name an allowed host (loopback names, ``server.host``,
-  ``server.allowed_hosts``; a DNS-rebinding page sends its own name) and must not
-  come from another site: an ``Origin`` other than the server's own (or one of
+  page the user opens reaches loopback too. On such a server every request must
+  name an allowed host (loopback names, ``server.host``, ``server.allowed_hosts``;
+  a DNS-rebinding page sends its own name), and on any server a request that
+  carries no valid key in a header must not come from another site: an ``Origin`` other than the server's own (or one of
   ``server.cors_origins``), or ``Sec-Fetch-Site: cross-site|same-site``, gets 403,
   except a top-level navigation to a page (a link to the dashboard), whose
   answer the other site cannot read. Clients that are not browsers (the CLI,
@@ -101,6 +101,14 @@ class GuardMiddleware:
             return False
         return True
 
+    def _open(self) -> bool:
+        """Keyless and loopback-only: anyone who reaches it is trusted, so its name is
+        what tells a rebinding page from the user. With keys, a rebound name gets no
+        key and no cookie (cookies follow the name); on a network the operator
+        declared trusted (``allow_remote_without_auth``) the names are not known."""
+        server = self.settings.server
+        return not self.settings.auth.keys and not server.allow_remote_without_auth
+
     def _allowed_hosts(self) -> set[str]:
         server = self.settings.server
         hosts = set(_LOOPBACK) | {h.lower().strip("[]") for h in server.allowed_hosts}
@@ -111,7 +119,7 @@ class GuardMiddleware:
     def _browser_refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[str, str] | None:
         host = _hostname(headers.get("host", ""))
         allowed = self._allowed_hosts()
-        if "*" not in allowed and host not in allowed:
+        if self._open() and "*" not in allowed and host not in allowed:
             return (
                 f"the Host {host!r} is not one this server answers to",
                 "open memoryd as http://127.0.0.1:PORT, or add the name to "
