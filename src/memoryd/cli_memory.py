@@ -26,6 +26,7 @@ from rich.table import Table
 
 from memoryd.client import LocalBackend, MemoryBackend, MemoryClient
 from memoryd.errors import MemorydError
+from memoryd.search.intent import category_name
 
 UrlOpt = Annotated[
     str | None,
@@ -178,6 +179,19 @@ def search(
     include_archived: Annotated[
         bool, typer.Option("--include-archived", help="also memories archived by TTL decay")
     ] = False,
+    category: Annotated[
+        list[str] | None,
+        typer.Option("--category", "-c", help="only these categories (repeat; 'lessons' too)"),
+    ] = None,
+    all_agents: Annotated[
+        bool, typer.Option("--all-agents", help="every agent of the user (leave out --agent)")
+    ] = False,
+    smart: Annotated[
+        bool,
+        typer.Option(
+            "--smart", help="look first where the question points (lessons, how-tos, decisions)"
+        ),
+    ] = False,
     url: UrlOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -193,22 +207,30 @@ def search(
         _usage("--combined searches long-term and recent short-term; leave out --run")
     if combined and include_archived:
         _usage("--include-archived works with a plain search; leave out --combined")
+    if all_agents and agent:
+        _usage("--all-agents searches every agent of the user; leave out --agent")
+    if smart and category:
+        _usage("--smart picks the categories itself; leave out --category")
+    categories = [category_name(c) for c in category or []] or None
+    intent = None
     with backend(url, key) as mem:
-        if combined:
-            hits = mem.search_combined(
-                q,
-                user_id=user,
-                agent_id=agent,
-                long_term_top_k=top_k,
-                short_term_top_k=top_k,
-                recent_days=recent_days,
-                min_score=min_score,
-                time_decay=decay,
-                mode=mode,
-            )
-        else:
-            hits = mem.search(
-                q,
+
+        def run_search(text: str, cats: list[str] | None) -> list[dict[str, Any]]:
+            if combined:
+                return mem.search_combined(
+                    text,
+                    user_id=user,
+                    agent_id=agent,
+                    long_term_top_k=top_k,
+                    short_term_top_k=top_k,
+                    recent_days=recent_days,
+                    min_score=min_score,
+                    time_decay=decay,
+                    mode=mode,
+                    categories=cats,
+                )
+            return mem.search(
+                text,
                 user_id=user,
                 agent_id=agent,
                 run_id=run,
@@ -217,10 +239,24 @@ def search(
                 time_decay=decay,
                 mode=mode,
                 include_archived=include_archived,
+                categories=cats,
             )
+
+        if smart:
+            intent = mem.intent(q)
+            hits = run_search(intent.query, intent.categories or None) if intent.categories else []
+            if not hits:  # nothing where the question points: everywhere
+                hits = run_search(intent.query, None)
+        else:
+            hits = run_search(q, categories)
     if as_json:
-        _print_json({"results": hits})
+        _print_json({"results": hits, **({"intent": intent.to_json()} if intent else {})})
         return
+    if intent is not None:
+        where = ", ".join(intent.categories) or "everywhere"
+        console.print(
+            f"[dim]intent ({intent.source}): {where}; query: {escape(intent.query)}[/dim]"
+        )
     table = Table("score", "type", "vector", "keyword", "decay", "memory", "id / source")
     for h in hits:
         parts = h["parts"]

@@ -21,6 +21,8 @@ import httpx
 
 from memoryd import errors
 from memoryd.errors import MemorydError, UpstreamError
+from memoryd.models import Filters
+from memoryd.search.intent import Intent, analyse
 
 
 class MemoryBackend(Protocol):
@@ -49,6 +51,7 @@ class MemoryBackend(Protocol):
         time_decay: bool = True,
         mode: str = "hybrid",
         include_archived: bool = False,
+        categories: Sequence[str] | None = None,
     ) -> builtins.list[dict[str, Any]]: ...
 
     def search_combined(
@@ -63,7 +66,13 @@ class MemoryBackend(Protocol):
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
+        categories: Sequence[str] | None = None,
     ) -> builtins.list[dict[str, Any]]: ...
+
+    def intent(self, query: str) -> Intent:
+        """What the query is after (``--smart``): the server's LLM when it is local and
+        configured, else rules."""
+        ...
 
     def list(
         self,
@@ -177,6 +186,7 @@ class MemoryClient:
         time_decay: bool = True,
         mode: str = "hybrid",
         include_archived: bool = False,
+        categories: Sequence[str] | None = None,
     ) -> builtins.list[dict[str, Any]]:
         payload = self._drop_none(
             {
@@ -189,6 +199,7 @@ class MemoryClient:
                 "time_decay": time_decay,
                 "mode": mode,
                 "include_archived": include_archived,
+                "filters": {"categories": list(categories)} if categories else None,
             }
         )
         results: builtins.list[dict[str, Any]] = self._call("POST", "/memory/search", json=payload)[
@@ -208,6 +219,7 @@ class MemoryClient:
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
+        categories: Sequence[str] | None = None,
     ) -> builtins.list[dict[str, Any]]:
         payload = self._drop_none(
             {
@@ -220,12 +232,16 @@ class MemoryClient:
                 "min_score": min_score,
                 "time_decay": time_decay,
                 "mode": mode,
+                "filters": {"categories": list(categories)} if categories else None,
             }
         )
         results: builtins.list[dict[str, Any]] = self._call(
             "POST", "/memory/search_combined", json=payload
         )["results"]
         return results
+
+    def intent(self, query: str) -> Intent:
+        return analyse(query)  # the server's LLM is not offered over HTTP: rules
 
     def list(
         self,
@@ -333,6 +349,7 @@ class LocalBackend:
         time_decay: bool = True,
         mode: str = "hybrid",
         include_archived: bool = False,
+        categories: Sequence[str] | None = None,
     ) -> builtins.list[dict[str, Any]]:
         from memoryd.api.shapes import hit_out
 
@@ -346,6 +363,7 @@ class LocalBackend:
             time_decay=time_decay,
             mode=mode,
             include_archived=include_archived,
+            filters=Filters(categories=list(categories)) if categories else None,
         )
         return [hit_out(h) for h in hits]
 
@@ -361,6 +379,7 @@ class LocalBackend:
         min_score: float | None = None,
         time_decay: bool = True,
         mode: str = "hybrid",
+        categories: Sequence[str] | None = None,
     ) -> builtins.list[dict[str, Any]]:
         from memoryd.api.shapes import hit_out
 
@@ -374,8 +393,12 @@ class LocalBackend:
             min_score=min_score,
             time_decay=time_decay,
             mode=mode,
+            filters=Filters(categories=list(categories)) if categories else None,
         )
         return [hit_out(h) for h in combined.results]
+
+    def intent(self, query: str) -> Intent:
+        return analyse(query, self.memory.llm)
 
     def list(
         self,
@@ -388,7 +411,6 @@ class LocalBackend:
         offset: int = 0,
     ) -> dict[str, Any]:
         from memoryd.api.shapes import record_out
-        from memoryd.models import Filters
 
         f = Filters(
             user_id=user_id,
