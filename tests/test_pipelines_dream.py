@@ -228,3 +228,31 @@ def test_digest_dream_and_rollback_on_every_store(
         assert mem.count(Filters(short_term_only=True)) == 0
         rollback(mem, run.run_id)
         assert {t for t in snapshot(mem) if t[5] == "active"} == before
+
+
+def test_dream_paces_its_diary_batches_like_digest(embedder: Embedder, tmp_path: Path) -> None:
+    """Step 1 sends the diary to extraction batch by batch: ``digest.batch_pause_s``
+    between two batches, none before the first, across agents too."""
+    from memoryd.pipelines.dream import dream
+    from memoryd.pipelines.registry import PipelineContext
+
+    for pause in (0.25, 0.0):
+        settings = pipeline_settings(
+            tmp_path / str(pause), digest={"max_batch_bytes": 1_000, "batch_pause_s": pause}
+        )
+        fill_diary(workspace(settings, "alpha"), "2026-03-19", 8)
+        fill_diary(workspace(settings, "beta"), "2026-03-19", 8)
+        slept: list[float] = []
+        with Memory(
+            settings, embedder=embedder, clock=FixedClock("2026-03-20T02:00:00+00:00")
+        ) as mem:
+            ctx = PipelineContext(
+                memory=mem, name="dream", run_id="r", clock=mem.clock, sleep=slept.append
+            )
+            result = dream(ctx)
+            added = mem.store.count(Filters(user_id=ctx.user_id))
+        assert result.status == "ok" and added > 0
+        if pause:
+            assert len(slept) >= 3 and set(slept) == {pause}  # >= 2 batches per agent
+        else:
+            assert slept == []

@@ -34,7 +34,6 @@ failing holds back its own agent, recorded in the run, and no other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
@@ -65,31 +64,16 @@ def target_key(agent: str, day: date) -> str:
     return f"digest:target:{agent}:{day.isoformat()}"
 
 
-@dataclass
-class Pacer:
-    """Waits ``digest.batch_pause_s`` before every batch of a run but the first."""
-
-    ctx: PipelineContext
-    started: bool = False
-
-    def before_batch(self) -> None:
-        pause = self.ctx.settings.digest.batch_pause_s
-        if self.started and pause > 0:
-            self.ctx.sleep(pause)
-        self.started = True
-
-
 @pipeline("digest", schedule="*/15 * * * *", description="new diary text -> short-term memory")
 def digest(ctx: PipelineContext) -> RunResult:
     """New diary sections -> short-term memory (and open tasks), exactly once."""
     result = RunResult()
     today = local_today(ctx.settings.workspace, ctx.clock)
-    pacer = Pacer(ctx)
 
     def digest_agent(agent: str) -> None:
         ws = ctx.workspace(agent)
         for day in (today - timedelta(days=1), today):
-            digest_diary(ctx, ws, day, day_over=day < today, result=result, pacer=pacer)
+            digest_diary(ctx, ws, day, day_over=day < today, result=result)
 
     ctx.each(result, ctx.agents(), digest_agent)
     return result
@@ -102,11 +86,9 @@ def digest_diary(
     *,
     day_over: bool,
     result: RunResult | None = None,
-    pacer: Pacer | None = None,
 ) -> RunResult:
     """Digest what is new in one diary file, counting into ``result`` (a new one by default)."""
     result = RunResult() if result is None else result
-    pacer = pacer or Pacer(ctx)
     path = ws.diary_path(day)
     if not path.is_file():
         return result
@@ -122,7 +104,7 @@ def digest_diary(
     if offset < planned:
         # a run was cut short: finish exactly the batches it planned, whatever the threshold
         planned_sections = split_sections(full[offset:planned], offset)
-        _run_batches(ctx, ws, day, rel, full, planned_sections, result, pacer)
+        _run_batches(ctx, ws, day, rel, full, planned_sections, result)
         offset = planned
     if len(full) == offset:
         return result
@@ -147,7 +129,7 @@ def digest_diary(
         return result
     if not ctx.dry_run:
         store.kv_set(target_key(ws.agent_id, day), ready[-1].end)
-    _run_batches(ctx, ws, day, rel, full, ready, result, pacer)
+    _run_batches(ctx, ws, day, rel, full, ready, result)
     return result
 
 
@@ -159,9 +141,7 @@ def _run_batches(
     full: bytes,
     sections: list[Section],
     result: RunResult,
-    pacer: Pacer | None = None,
 ) -> None:
-    pacer = pacer or Pacer(ctx)
     for batch in batches(sections, ctx.settings.digest.max_batch_bytes):
         if ctx.dry_run:
             result.count("batches")
@@ -171,7 +151,7 @@ def _run_batches(
                 f"into short-term run {day.isoformat()}"
             )
             continue
-        _digest_batch(ctx, ws, day, rel, full, batch, result, pacer)
+        _digest_batch(ctx, ws, day, rel, full, batch, result)
         ctx.memory.store.kv_set(offset_key(ws.agent_id, day), batch.end)
 
 
@@ -183,13 +163,12 @@ def _digest_batch(
     full: bytes,
     batch: Batch,
     result: RunResult,
-    pacer: Pacer,
 ) -> None:
     text = plain_text(batch.text)
     if not any(line.strip() and not line.startswith("#") for line in text.splitlines()):
         result.count("empty_batches")
         return  # only headings: nothing to extract, just move past it
-    pacer.before_batch()
+    ctx.pace()
     first, last = line_range(full, batch)
     bkey = batch.key("digest", ws.agent_id, rel)
 

@@ -5,7 +5,8 @@ Seed 000/001's AutoDream, per agent:
 1. **Yesterday's complete diary -> long-term.** Each day since the last dream
    (yesterday on a normal night; up to ``dream.max_catch_up_days`` after a
    pause) goes through ``Memory.add(infer=True)`` without ``run_id``, in
-   section-aligned batches, so facts are reconciled against all long-term memory.
+   section-aligned batches, so facts are reconciled against all long-term memory;
+   the batches are paced like digest's (``digest.batch_pause_s`` between two).
 2. **Short-term older than ``dream.short_term_days`` (7) -> long-term.** Each
    such memory is re-added without ``run_id`` (``infer=True``: ADD, UPDATE,
    DELETE or NONE against all long-term memory, the one global dedup of seed
@@ -189,6 +190,7 @@ def _step1(ctx: PipelineContext, ws: Workspace, d: AgentDream, last_done: object
             if not any(ln.strip() and not ln.startswith("#") for ln in text.splitlines()):
                 continue
             first, last = line_range(full, batch)
+            ctx.pace()
             events = ctx.memory.add(
                 text,
                 user_id=ctx.user_id,

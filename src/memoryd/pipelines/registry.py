@@ -133,7 +133,17 @@ class PipelineContext:
     agent: str | None = None  # only this agent; None: every known agent
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("memoryd.pipelines"))
     options: dict[str, Any] = field(default_factory=dict)  # pipeline-specific, e.g. from the CLI
-    sleep: Sleep = time.sleep  # rate-control pauses (digest); tests pass one that records
+    sleep: Sleep = time.sleep  # rate-control pauses; tests pass one that records
+    _paced: bool = field(default=False, repr=False)
+
+    def pace(self) -> None:
+        """Seed 001's rate control: before every LLM batch of a run but the first (across
+        agents and days), wait ``digest.batch_pause_s``, so the model sees batches
+        spaced however the work is split (digest and the dream's diary step)."""
+        pause = self.settings.digest.batch_pause_s
+        if self._paced and pause > 0:
+            self.sleep(pause)
+        self._paced = True
 
     @property
     def settings(self) -> Settings:
