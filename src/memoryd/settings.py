@@ -55,6 +55,9 @@ class StoreSettings(BaseModel):
     # SQLite change-log entries kept for other processes to catch up from; one that falls
     # further behind reloads its search index in full. Pruned once twice this is held.
     changes_kept: int = Field(default=10_000, ge=10)
+    # A store of at least this many memories keeps its search index in ``<file>.index``
+    # (memoryd.store.snapshot), so a process starts without re-indexing; 0 turns it off.
+    index_snapshot_min_rows: int = Field(default=10_000, ge=0)
     postgres: PostgresStoreSettings = Field(default_factory=PostgresStoreSettings)
 
 

@@ -24,7 +24,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 
 import numpy as np
@@ -185,6 +185,43 @@ class KeywordIndex:
                 del self._terms[term]
                 continue
             self._terms[term] = _Postings(moved[alive].astype(np.int32), p.tfs[: p.n][alive])
+
+    # -- persistence ---------------------------------------------------------------------------
+    def state(self) -> tuple[list[str], dict[str, np.ndarray]]:
+        """The terms and the postings as flat arrays (term i's are ``starts[i]:starts[i+1]``)."""
+        terms = list(self._terms)
+        sizes = np.fromiter((self._terms[t].n for t in terms), np.int64, len(terms))
+        starts = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=starts[1:])
+        rows = np.zeros(int(starts[-1]), dtype=np.int32)
+        tfs = np.zeros(int(starts[-1]), dtype=np.float32)
+        for i, term in enumerate(terms):
+            p = self._terms[term]
+            rows[starts[i] : starts[i + 1]] = p.rows[: p.n]
+            tfs[starts[i] : starts[i + 1]] = p.tfs[: p.n]
+        lengths = self._lengths[: self._rows]
+        return terms, {"starts": starts, "rows": rows, "tfs": tfs, "lengths": lengths}
+
+    @classmethod
+    def from_state(
+        cls, terms: Sequence[str], arrays: Mapping[str, np.ndarray], rows: int
+    ) -> KeywordIndex:
+        """The inverse of :meth:`state` for an index of ``rows`` rows."""
+        index = cls()
+        starts, post_rows, tfs = arrays["starts"], arrays["rows"], arrays["tfs"]
+        lengths = arrays["lengths"]
+        if starts.shape != (len(terms) + 1,) or lengths.shape[0] > rows:
+            raise ValueError("index snapshot: keyword postings do not match their terms")
+        if post_rows.size and int(post_rows.max()) >= rows:
+            raise ValueError("index snapshot: a keyword posting points past the last row")
+        index._ensure(rows)
+        index._lengths[: lengths.shape[0]] = lengths
+        for i, term in enumerate(terms):
+            lo, hi = int(starts[i]), int(starts[i + 1])
+            index._terms[term] = _Postings(post_rows[lo:hi], tfs[lo:hi])
+        index._live = int(np.count_nonzero(lengths))
+        index._total_len = float(lengths.sum(dtype=np.float64))
+        return index
 
     # -- reads --------------------------------------------------------------------------------
     def scores(self, query: str, n: int, scope: np.ndarray | None = None) -> np.ndarray | None:

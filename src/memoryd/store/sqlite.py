@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import random
 import sqlite3
 import threading
@@ -41,10 +42,13 @@ from memoryd.models import (
 )
 from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
-from memoryd.store import register_store
+from memoryd.store import register_store, snapshot
 from memoryd.store.vectors import VectorIndex
 
+log = logging.getLogger(__name__)
 APP_ID = 0x4D454D44  # "MEMD", in the SQLite header: marks the file as ours
+#: A process that replayed this many changes onto its index saves a new snapshot at close.
+SNAPSHOT_AFTER = 1000
 
 _COLUMNS = (
     "id, text, user_id, agent_id, run_id, category, metadata, origin, source_path, "
@@ -208,6 +212,8 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._changes_kept = settings.changes_kept
+        self._snapshot_min_rows = settings.index_snapshot_min_rows
+        self._snapshot_seq = 0  # the change-log position of the last snapshot read or written
         try:
             self._db = sqlite3.connect(
                 str(self.path) if self.path else ":memory:",
@@ -260,6 +266,8 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._index is not None and self._seen_seq - self._snapshot_seq >= SNAPSHOT_AFTER:
+                self._save_snapshot(self._index)
             self._db.close()
 
     @contextmanager
@@ -697,8 +705,9 @@ class SQLiteStore:
     def _sync_index(self) -> VectorIndex:
         """Bring the in-memory matrix up to date with every committed write."""
         with self._lock:
-            if self._index is None:
+            if self._index is None and not self._load_snapshot():
                 return self._load_index()
+            assert self._index is not None
             low = self._db.execute("SELECT min(seq) FROM changes").fetchone()[0]
             if low is not None and low > self._seen_seq + 1 and self._seen_seq:
                 return self._load_index()  # the log was pruned past us
@@ -742,7 +751,46 @@ class SQLiteStore:
             index.load_block(ids, vectors, has_vec, columns, np.asarray(created), texts)
         self._index = index
         self._seen_seq = seq
+        self._save_snapshot(index)
         return index
+
+    # -- the index snapshot (memoryd.store.snapshot) -----------------------------------------
+    def _snapshot_path(self) -> Path | None:
+        if self.path is None or not self._snapshot_min_rows:
+            return None
+        return snapshot.path_for(self.path)
+
+    def _position(self, seq: int) -> snapshot.Position | None:
+        row = self._db.execute("SELECT memory_id FROM changes WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else snapshot.Position(seq, row[0])
+
+    def _load_snapshot(self) -> bool:
+        """Start from the saved index when its change-log position is still in the log."""
+        path = self._snapshot_path()
+        if path is None or not path.is_file():
+            return False
+        loaded = snapshot.load(path)
+        if loaded is None:
+            return False
+        index, at = loaded
+        if self._position(at.seq) != at:  # pruned, or another history (a restored backup)
+            return False
+        self._index, self._seen_seq, self._snapshot_seq = index, at.seq, at.seq
+        return True
+
+    def _save_snapshot(self, index: VectorIndex) -> None:
+        path = self._snapshot_path()
+        if path is None or len(index) < self._snapshot_min_rows:
+            return
+        at = self._position(self._seen_seq)
+        if at is None:
+            return
+        try:
+            snapshot.save(path, index, at)
+        except OSError as exc:  # a read-only or full disk costs start-up time, nothing else
+            log.warning("could not save the search index snapshot %s: %s", path, exc)
+            return
+        self._snapshot_seq = at.seq
 
     @staticmethod
     def _vector(blob: bytes | None, dim: int) -> np.ndarray | None:

@@ -21,6 +21,7 @@ a quarter of the index. The owner (a store) keeps it in sync with its rows.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,7 +49,7 @@ class VectorIndex:
         self._has_vec = np.zeros(capacity, dtype=bool)
         self._codes: dict[str, dict[str, int]] = {c: {} for c in _CODED}
         self.ids: list[str | None] = []  # by row; None for a dead row
-        self._text: list[int] = []  # hash of each row's indexed text
+        self._text: list[int] = []  # text_digest of each row's indexed text
         self._row: dict[str, int] = {}
         self._proj: np.ndarray | None = None  # dim x COARSE_DIMS, once fitted
         self._coarse = np.zeros((0, COARSE_DIMS), dtype=np.float32)
@@ -106,7 +107,7 @@ class VectorIndex:
         row = len(self.ids)
         self._reserve(row + 1)
         self.ids.append(memory_id)
-        self._text.append(hash(text))
+        self._text.append(text_digest(text))
         self._row[memory_id] = row
         self._alive[row] = True
         self._set(row, vector, attrs)
@@ -117,7 +118,7 @@ class VectorIndex:
     ) -> None:
         """Index one memory (``vector`` None: keyword-only); ``text`` is what BM25 sees."""
         row = self._row.get(memory_id)
-        if row is not None and self._text[row] == hash(text):
+        if row is not None and self._text[row] == text_digest(text):
             self._set(row, vector, attrs)  # same text: scope/state/vector change in place
             return
         if row is not None:
@@ -150,7 +151,7 @@ class VectorIndex:
         if self._proj is not None:
             self._coarse[block] = self._vecs[block] @ self._proj
         self.ids.extend(ids)
-        self._text.extend(map(hash, texts))
+        self._text.extend(map(text_digest, texts))
         self._row.update(zip(ids, range(start, start + m), strict=True))
         self.keywords.add_many(range(start, start + m), texts)
 
@@ -188,6 +189,61 @@ class VectorIndex:
         self._text = [self._text[r] for r in keep]
         self._row = {mid: r for r, mid in enumerate(self.ids) if mid is not None}
         self.keywords.remap(new_row, keep.size)
+
+    # -- persistence (see memoryd.store.snapshot) ---------------------------------------------
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Everything needed to rebuild this index: JSON-able facts and numpy arrays.
+
+        Dead rows are compacted away first, so the state holds live rows only."""
+        if len(self.ids) != len(self._row):
+            self.compact()
+        n = len(self.ids)
+        meta: dict[str, Any] = {"dim": self.dim, "ids": self.ids, "codes": self._codes}
+        arrays: dict[str, np.ndarray] = {
+            "vecs": self._vecs[:n],
+            "created": self._created[:n],
+            "has_vec": self._has_vec[:n],
+            "text": np.asarray(self._text, dtype=np.int64),
+            **{f"col_{c}": self._cols[c][:n] for c in _CODED},
+        }
+        if self._proj is not None:
+            arrays["proj"] = self._proj
+        words, keyword_arrays = self.keywords.state()
+        meta["terms"] = words
+        arrays |= {f"kw_{k}": v for k, v in keyword_arrays.items()}
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> VectorIndex:
+        """The inverse of :meth:`state` (``ValueError`` when the parts do not fit)."""
+        ids = [str(i) for i in meta["ids"] if isinstance(i, str)]
+        n = len(ids)
+        index = cls(int(meta["dim"]), capacity=0)
+        vecs = arrays["vecs"]
+        if vecs.shape != (n, index.dim) or n != len(meta["ids"]):
+            raise ValueError("index snapshot: rows do not match ids")
+        # the loaded arrays become the index's own (the first write after grows them)
+        index._vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+        index._created = np.asarray(arrays["created"], dtype=np.float64)
+        index._has_vec = np.asarray(arrays["has_vec"], dtype=bool)
+        index._alive = np.ones(n, dtype=bool)
+        for c in _CODED:
+            index._cols[c] = np.asarray(arrays[f"col_{c}"], dtype=np.int32)
+            index._codes[c] = {str(k): int(v) for k, v in meta["codes"][c].items()}
+            if index._cols[c].shape != (n,):
+                raise ValueError(f"index snapshot: column {c} does not match the rows")
+        index.ids = list(ids)
+        index._text = arrays["text"].tolist()
+        index._row = {mid: r for r, mid in enumerate(ids)}
+        if len(index._row) != n or len(index._text) != n:
+            raise ValueError("index snapshot: duplicate ids or missing text digests")
+        if "proj" in arrays:
+            index._proj = np.ascontiguousarray(arrays["proj"], dtype=np.float32)
+            index._coarse = np.zeros((index._vecs.shape[0], COARSE_DIMS), dtype=np.float32)
+            np.matmul(index._vecs[:n], index._proj, out=index._coarse[:n])
+        kw = {k.removeprefix("kw_"): v for k, v in arrays.items() if k.startswith("kw_")}
+        index.keywords = KeywordIndex.from_state(meta["terms"], kw, rows=n)
+        return index
 
     def mask(self, filters: Filters) -> np.ndarray:
         n = len(self.ids)
@@ -301,6 +357,12 @@ class VectorIndex:
             return {}
         sims = self._vecs[[r for _, r in rows]] @ query.astype(np.float32)
         return {i: _clip(float(s)) for (i, _), s in zip(rows, sims, strict=True)}
+
+
+def text_digest(text: str) -> int:
+    """A stable 64-bit digest of a row's indexed text (``hash()`` differs per process)."""
+    raw = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(raw, "little", signed=True)
 
 
 def _sample(rows: np.ndarray, k: int) -> np.ndarray:
