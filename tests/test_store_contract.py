@@ -13,6 +13,7 @@ import pytest
 
 from memoryd.errors import InvalidInputError, NotFoundError
 from memoryd.models import Event, Filters, MemoryRecord, Origin, Source, State
+from memoryd.search.decay import facts_of
 from memoryd.store import Store
 
 
@@ -382,3 +383,37 @@ def test_read_modify_write_in_atomic_is_never_lost(store: Store, store_url: str)
     for before, after in itertools.pairwise(history):
         assert after.old_text == before.new_text  # each change saw the one before it
     assert store.get("m1").text.count("+") == 60  # type: ignore[union-attr]
+
+
+def test_rank_facts_are_the_records_own_and_follow_every_write(store: Store) -> None:
+    """Search ranks candidates from the store's RankFacts before reading records:
+    they must say what the records say (event time, evergreen, speaker/person),
+    including after an update, and leave deleted memories out."""
+    day = datetime(2025, 3, 1, 12, tzinfo=UTC)
+    store.add(
+        [
+            rec(1, "plain", created_at=day),
+            rec(2, "dated", created_at=day, event_at=day - timedelta(days=40)),
+            rec(3, "curated", metadata={"evergreen": True}, created_at=day),
+            rec(4, "said", metadata={"speaker": "Caroline Smith"}, created_at=day),
+            rec(5, "about", metadata={"person": "Mel", "evergreen": "yes"}, created_at=day),
+            rec(6, "odd", metadata={"speaker": 7, "person": ["x"]}, created_at=day),
+            rec(7, "gone", created_at=day),
+        ]
+    )
+    store.set_state("m7", State.DELETED, event=Event.DELETE)
+    ids = [f"m{i}" for i in range(1, 9)]
+    expected = {r.id: facts_of(r) for r in store.get_many(ids) if r.state != State.DELETED}
+    assert set(expected) == {f"m{i}" for i in range(1, 7)}
+    assert store.rank_facts(ids) == expected
+    assert expected["m2"].when == (day - timedelta(days=40)).timestamp()
+    assert expected["m3"].evergreen and not expected["m5"].evergreen  # only JSON true
+    assert expected["m4"].names == {"caroline smith", "caroline"}
+    assert expected["m6"].names == frozenset()
+    changed = store.get("m1")
+    assert changed is not None
+    changed.metadata = {"speaker": "Jon", "evergreen": True}
+    changed.event_at = day - timedelta(days=3)
+    store.update(changed)
+    assert store.rank_facts(["m1"]) == {"m1": facts_of(changed)}
+    assert store.rank_facts([]) == {}

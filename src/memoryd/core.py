@@ -12,7 +12,7 @@ import builtins
 import json
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,6 +33,7 @@ from memoryd.models import (
     MemoryEvent,
     MemoryRecord,
     Origin,
+    ScoreParts,
     SearchHit,
     Source,
     State,
@@ -41,8 +42,8 @@ from memoryd.models import (
 )
 from memoryd.recall import RecallLog
 from memoryd.search import hybrid_candidates
-from memoryd.search.decay import blend, record_weight
-from memoryd.search.entities import boost_named
+from memoryd.search.decay import blend, facts_weight
+from memoryd.search.entities import entity_boost
 from memoryd.search.hybrid import Candidate
 from memoryd.search.pool import merge, pool_filters
 from memoryd.search.text import names_in
@@ -846,69 +847,55 @@ class Memory:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
         with the entity boost and time decay applied.
 
-        Records are read in two steps, not all at once: the best ``2 * top_k`` first,
-        then only the candidates whose best possible score (their relevance plus the
-        whole boost, and a recency of 1) still beats the ``top_k``-th score so far.
-        Reading a record costs more than everything else a search does to it, and
-        most candidates cannot make the cut."""
+        Every candidate is ranked from its :class:`RankFacts`, which the store's index
+        answers without reading a record; records are read only for the hits returned,
+        in rank order (a few more when texts repeat or a memory was deleted meanwhile).
+        Ties keep the candidates' order."""
         s = self.settings.search
         now = self.clock()
-
-        def best_possible(c: Candidate) -> float:
-            relevance = min(1.0, c.parts.fused + boost)
-            return blend(relevance, 1.0, s) if decay else relevance
-
-        place = {c.id: n for n, c in enumerate(candidates)}
-        records: dict[str, MemoryRecord] = {}
-        ranked: builtins.list[tuple[float, int, float | None, Candidate]] = []
-        done, step = 0, top_k * 2
-        while done < len(candidates):
-            batch = candidates[done : done + step]
-            done += len(batch)
-            got = {r.id: r for r in self.store.get_many([c.id for c in batch])}
-            records.update(got)
-            if boost:
-                batch = boost_named(batch, got, names, boost)
-            for c in batch:
-                if c.id not in got:
-                    continue
-                weight = record_weight(got[c.id], now, s) if decay else None
-                final = c.parts.fused if weight is None else blend(c.parts.fused, weight, s)
-                # the candidate's place breaks ties, as a stable sort of all of them would
-                ranked.append((final, place[c.id], weight, c))
-            ranked.sort(key=lambda t: (-t[0], t[1]))
-            scores = _distinct_scores(ranked, records, top_k)
-            if done >= len(candidates) or len(scores) < top_k:
-                step = top_k * 2
+        facts = self.store.rank_facts([c.id for c in candidates])
+        ranked: builtins.list[tuple[float, int, float | None, ScoreParts, str]] = []
+        for place, c in enumerate(candidates):
+            known = facts.get(c.id)
+            if known is None:
                 continue
-            kth = scores[-1]
-            more = 0
-            while done + more < len(candidates) and best_possible(candidates[done + more]) > kth:
-                more += 1
-            if more == 0:
-                break
-            step = more
+            parts = c.parts
+            extra = entity_boost(known.names, names, boost)
+            if extra:
+                parts = parts.model_copy(
+                    update={"entity": extra, "fused": min(1.0, parts.fused + extra)}
+                )
+            weight = facts_weight(known, now, s) if decay else None
+            final = parts.fused if weight is None else blend(parts.fused, weight, s)
+            ranked.append((final, place, weight, parts, c.id))
+        ranked.sort(key=lambda t: (-t[0], t[1]))
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
-        for final, _, weight, c in ranked:  # best first, each text once
-            rec = records[c.id]
-            if rec.hash in seen:
-                continue
-            seen.add(rec.hash)
-            parts = c.parts if weight is None else c.parts.model_copy(update={"decay": weight})
-            found.append(
-                SearchHit(
-                    id=c.id,
-                    text=rec.text,
-                    score=final,
-                    parts=parts,
-                    record=rec,
-                    original_score=None if weight is None else c.parts.fused,
-                    memory_type=memory_type(rec, s.shared_categories),
+        done = 0
+        while done < len(ranked) and len(found) < top_k:
+            batch = ranked[done : done + top_k - len(found) + 2]
+            done += len(batch)
+            got = {r.id: r for r in self.store.get_many([t[4] for t in batch])}
+            for final, _, weight, parts, mid in batch:
+                rec = got.get(mid)
+                if rec is None or rec.hash in seen:  # each text once
+                    continue
+                seen.add(rec.hash)
+                found.append(
+                    SearchHit(
+                        id=mid,
+                        text=rec.text,
+                        score=final,
+                        parts=parts
+                        if weight is None
+                        else parts.model_copy(update={"decay": weight}),
+                        record=rec,
+                        original_score=None if weight is None else parts.fused,
+                        memory_type=memory_type(rec, s.shared_categories),
+                    )
                 )
-            )
-            if len(found) == top_k:
-                break
+                if len(found) == top_k:
+                    break
         return found
 
     def search_combined(
@@ -1049,24 +1036,6 @@ class Memory:
         there use keywords only instead of comparing vectors of two models.
         """
         return self.store.get_meta("embed_model") in (None, self.embedder.name)
-
-
-def _distinct_scores(
-    ranked: Sequence[tuple[float, int, float | None, Candidate]],
-    records: Mapping[str, MemoryRecord],
-    top_k: int,
-) -> builtins.list[float]:
-    """The scores of the first ``top_k`` hits of ``ranked`` with distinct texts."""
-    seen: set[str] = set()
-    scores: builtins.list[float] = []
-    for final, _, _, c in ranked:
-        digest = records[c.id].hash
-        if digest not in seen:
-            seen.add(digest)
-            scores.append(final)
-            if len(scores) == top_k:
-                break
-    return scores
 
 
 def _input_texts(

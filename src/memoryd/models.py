@@ -8,6 +8,7 @@ from text. All of them live in one index and are found by one search.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -90,6 +91,18 @@ class MemoryRecord(BaseModel):
     def index_text(self) -> str:
         """The text that is embedded and keyword-indexed."""
         return f"{self.context}\n{self.text}" if self.context else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class RankFacts:
+    """What ranking needs of a memory besides its relevance, so a search can rank every
+    candidate before reading any record: when the remembered thing happened (epoch
+    seconds of ``event_at``, else ``created_at``), whether it is evergreen (never
+    decays), and who it is about (``search.entities``)."""
+
+    when: float
+    evergreen: bool = False
+    names: frozenset[str] = frozenset()
 
 
 class Filters(BaseModel):

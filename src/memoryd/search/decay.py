@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memoryd.models import MemoryRecord
+from memoryd.models import MemoryRecord, RankFacts
+from memoryd.search.entities import record_names
 from memoryd.settings import SearchSettings
 
 SECONDS_PER_DAY = 86_400.0
@@ -27,19 +28,29 @@ def recency_weight(age_days: float, half_life_days: float) -> float:
     return float(0.5 ** (max(0.0, age_days) / half_life_days))
 
 
-def age_days(record: MemoryRecord, now: datetime) -> float:
-    when = record.event_at or record.created_at
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=UTC)
-    return (now - when).total_seconds() / SECONDS_PER_DAY
+def _epoch(when: datetime) -> float:
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def facts_of(record: MemoryRecord) -> RankFacts:
+    """A record's :class:`RankFacts` (what a store's index answers without the record)."""
+    return RankFacts(
+        when=_epoch(record.event_at or record.created_at),
+        evergreen=record.metadata.get("evergreen") is True,
+        names=record_names(record),
+    )
+
+
+def facts_weight(facts: RankFacts, now: datetime, settings: SearchSettings) -> float:
+    """The recency weight: 1.0 for an evergreen memory, else halved every half-life."""
+    if facts.evergreen:
+        return 1.0
+    age = (_epoch(now) - facts.when) / SECONDS_PER_DAY
+    return recency_weight(age, settings.decay_half_life_days)
 
 
 def record_weight(record: MemoryRecord, now: datetime, settings: SearchSettings) -> float:
-    if record.metadata.get("evergreen") is True:
-        return 1.0
-    return recency_weight(age_days(record, now), settings.decay_half_life_days)
+    return facts_weight(facts_of(record), now, settings)
 
 
 def blend(relevance: float, weight: float, settings: SearchSettings) -> float:

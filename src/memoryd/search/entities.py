@@ -11,42 +11,29 @@ evidence recall@10 from 0.44 to 0.49 and the overall figure by ~0.03.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable
 
 from memoryd.models import MemoryRecord
-from memoryd.search.hybrid import Candidate
 
 ENTITY_KEYS = ("speaker", "person")
 
 
-def record_names(record: MemoryRecord) -> set[str]:
+def names_of(values: Iterable[object]) -> frozenset[str]:
+    """The names a memory answers to, from its ``speaker`` / ``person`` values: each
+    whole (case-folded) and by its first word ("Caroline Smith" -> both)."""
     names: set[str] = set()
-    for key in ENTITY_KEYS:
-        value = record.metadata.get(key)
+    for value in values:
         if isinstance(value, str) and value.strip():
             full = value.strip().lower()
             names.add(full)
             names.add(full.split()[0])
-    return names
+    return frozenset(names)
 
 
-def boost_named(
-    candidates: Sequence[Candidate],
-    records: Mapping[str, MemoryRecord],
-    query_names: set[str],
-    boost: float,
-) -> list[Candidate]:
-    """Candidates re-ranked with the boost applied (fused stays comparable: capped at 1)."""
-    if not query_names or boost <= 0:
-        return list(candidates)
-    out: list[Candidate] = []
-    for c in candidates:
-        record = records.get(c.id)
-        if record is not None and record_names(record) & query_names:
-            parts = c.parts.model_copy(
-                update={"entity": boost, "fused": min(1.0, c.parts.fused + boost)}
-            )
-            c = Candidate(c.id, parts)
-        out.append(c)
-    out.sort(key=lambda c: -c.parts.fused)
-    return out
+def record_names(record: MemoryRecord) -> frozenset[str]:
+    return names_of(record.metadata.get(key) for key in ENTITY_KEYS)
+
+
+def entity_boost(names: frozenset[str], query_names: set[str], boost: float) -> float:
+    """``boost`` when the memory is about someone the query names, else 0."""
+    return boost if boost > 0 and query_names and not names.isdisjoint(query_names) else 0.0

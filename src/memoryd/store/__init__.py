@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memoryd.errors import InvalidInputError
-from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, State
+from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, RankFacts, State
 from memoryd.settings import StoreSettings
 
 
@@ -97,6 +97,11 @@ class Store(Protocol):
 
     def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` with the given records, in [0, 1]."""
+        ...
+
+    def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
+        """What ranking needs of each live record among ``ids`` (absent: deleted), read
+        from the search index where the store keeps one, so no record is read."""
         ...
 
     # -- embedding cache --------------------------------------------------------------

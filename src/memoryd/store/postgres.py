@@ -44,11 +44,13 @@ from memoryd.models import (
     HistoryEntry,
     MemoryRecord,
     Origin,
+    RankFacts,
     Source,
     State,
     content_hash,
     utcnow,
 )
+from memoryd.search.entities import names_of
 from memoryd.settings import PostgresStoreSettings, StoreSettings
 from memoryd.store import Store, register_store
 
@@ -1011,6 +1013,22 @@ class PostgresStore:
                 (vector, list(ids)),
             ).fetchall()
         return {mid: _clip(1.0 - float(d)) for mid, d in rows}
+
+    def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
+        if not ids:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, extract(epoch FROM coalesce(event_at, created_at)),"
+                " metadata::jsonb -> 'evergreen' = 'true'::jsonb,"
+                " metadata::jsonb -> 'speaker', metadata::jsonb -> 'person'"
+                f" FROM {self.t_memories} WHERE id = ANY(%s) AND state <> 'deleted'",
+                (list(ids),),
+            ).fetchall()
+        return {
+            mid: RankFacts(when=float(when), evergreen=bool(ever), names=names_of((sp, pe)))
+            for mid, when, ever, sp, pe in rows
+        }
 
     # -- embedding cache --------------------------------------------------------------------------
     def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:

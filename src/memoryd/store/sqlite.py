@@ -35,6 +35,7 @@ from memoryd.models import (
     HistoryEntry,
     MemoryRecord,
     Origin,
+    RankFacts,
     Source,
     State,
     content_hash,
@@ -49,6 +50,18 @@ log = logging.getLogger(__name__)
 APP_ID = 0x4D454D44  # "MEMD", in the SQLite header: marks the file as ours
 #: A process that replayed this many changes onto its index saves a new snapshot at close.
 SNAPSHOT_AFTER = 1000
+
+#: What the search index holds of a row: scope columns, then what ranking needs
+#: (``RankFacts``: event time, evergreen, speaker/person), then the vector and text.
+_INDEX_COLUMNS = (
+    "id, user_id, agent_id, run_id, category, origin, state, created_at, event_at,"
+    " json_type(metadata, '$.evergreen') = 'true',"
+    " CASE json_type(metadata, '$.speaker') WHEN 'text'"
+    " THEN json_extract(metadata, '$.speaker') END,"
+    " CASE json_type(metadata, '$.person') WHEN 'text'"
+    " THEN json_extract(metadata, '$.person') END,"
+    " embedding, index_text"
+)
 
 _COLUMNS = (
     "id, text, user_id, agent_id, run_id, category, metadata, origin, source_path, "
@@ -730,14 +743,10 @@ class SQLiteStore:
         dim = int(dim_row[0]) // 4 if dim_row else int(self.get_meta("embed_dim") or 384)
         count = self._db.execute("SELECT count(*) FROM memories").fetchone()[0]
         index = VectorIndex(dim, capacity=max(1024, int(count * 1.25)))
-        cursor = self._db.execute(
-            "SELECT id, user_id, agent_id, run_id, category, origin, state, created_at,"
-            " embedding, index_text FROM memories WHERE state != 'deleted'"
-        )
+        cursor = self._db.execute(f"SELECT {_INDEX_COLUMNS} FROM memories WHERE state != 'deleted'")
         while rows := cursor.fetchmany(10_000):  # bounded: a full fetch doubles peak memory
-            ids, users, agents, runs, cats, origins, states, created, blobs, texts = zip(
-                *rows, strict=True
-            )
+            (ids, users, agents, runs, cats, origins, states, created, events, evergreen,
+             speakers, persons, blobs, texts) = zip(*rows, strict=True)  # fmt: skip
             size = 4 * dim
             has_vec = np.fromiter(
                 (b is not None and len(b) == size for b in blobs), bool, len(rows)
@@ -747,8 +756,22 @@ class SQLiteStore:
                 joined = b"".join(b for b, ok in zip(blobs, has_vec, strict=True) if ok)
                 vectors[has_vec] = np.frombuffer(joined, dtype=np.float32).reshape(-1, dim)
             columns = {"user_id": users, "agent_id": agents, "run_id": runs, "category": cats}
-            columns |= {"origin": origins, "state": states}
-            index.load_block(ids, vectors, has_vec, columns, np.asarray(created), texts)
+            columns |= {"origin": origins, "state": states, "speaker": speakers, "person": persons}
+            when = np.fromiter(
+                (c if e is None else e for c, e in zip(created, events, strict=True)),
+                np.float64,
+                len(rows),
+            )
+            index.load_block(
+                ids,
+                vectors,
+                has_vec,
+                columns,
+                np.asarray(created),
+                texts,
+                when=when,
+                evergreen=np.fromiter((bool(e) for e in evergreen), bool, len(rows)),
+            )
         self._index = index
         self._seen_seq = seq
         self._save_snapshot(index)
@@ -808,6 +831,10 @@ class SQLiteStore:
             "origin": row[5],
             "state": row[6],
             "created_at": row[7],
+            "event_at": row[8],
+            "evergreen": bool(row[9]),
+            "speaker": row[10],
+            "person": row[11],
         }
 
     def _apply(self, ids: builtins.list[str]) -> None:
@@ -818,8 +845,7 @@ class SQLiteStore:
             rows = {
                 r[0]: r
                 for r in self._db.execute(
-                    "SELECT id, user_id, agent_id, run_id, category, origin, state, created_at,"
-                    f" embedding, index_text FROM memories WHERE id IN ({marks})",
+                    f"SELECT {_INDEX_COLUMNS} FROM memories WHERE id IN ({marks})",
                     chunk,
                 )
             }
@@ -827,12 +853,12 @@ class SQLiteStore:
                 row = rows.get(mid)
                 if row is None or row[6] == "deleted":
                     self._index.remove(mid)
-                elif row[8] is not None and len(row[8]) // 4 != self._index.dim:
+                elif row[12] is not None and len(row[12]) // 4 != self._index.dim:
                     self._load_index()  # the model's dimension changed under us
                     return
                 else:
-                    vector = self._vector(row[8], self._index.dim)
-                    self._index.upsert(mid, vector, self._attrs(row), row[9])
+                    vector = self._vector(row[12], self._index.dim)
+                    self._index.upsert(mid, vector, self._attrs(row), row[13])
 
     def vector_search(
         self, vector: np.ndarray, filters: Filters, limit: int
@@ -852,6 +878,9 @@ class SQLiteStore:
         if vector.shape[-1] != index.dim:
             return {}
         return index.scores(vector, ids)
+
+    def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
+        return self._sync_index().rank_facts(ids)
 
     # -- embedding cache ------------------------------------------------------------------------
     def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:

@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from memoryd.models import Filters
+from memoryd.models import Filters, RankFacts
+from memoryd.search.entities import names_of
 from memoryd.store.keywords import KeywordIndex
 
-_CODED = ("user_id", "agent_id", "run_id", "category", "origin", "state")
+_CODED = ("user_id", "agent_id", "run_id", "category", "origin", "state", "speaker", "person")
 _DEAD = -2  # a code no filter value matches
 COARSE_MIN_ROWS = 20_000  # below this, exact search is already fast
 COARSE_DIMS = 96
@@ -45,6 +46,8 @@ class VectorIndex:
         self._vecs = np.zeros((capacity, dim), dtype=np.float32)
         self._cols = {c: np.full(capacity, -1, dtype=np.int32) for c in _CODED}
         self._created = np.zeros(capacity, dtype=np.float64)
+        self._when = np.zeros(capacity, dtype=np.float64)  # event_at, else created_at
+        self._evergreen = np.zeros(capacity, dtype=bool)
         self._alive = np.zeros(capacity, dtype=bool)
         self._has_vec = np.zeros(capacity, dtype=bool)
         self._codes: dict[str, dict[str, int]] = {c: {} for c in _CODED}
@@ -53,6 +56,7 @@ class VectorIndex:
         self._row: dict[str, int] = {}
         self._proj: np.ndarray | None = None  # dim x COARSE_DIMS, once fitted
         self._coarse = np.zeros((0, COARSE_DIMS), dtype=np.float32)
+        self._names_by_codes: dict[tuple[int, int], frozenset[str]] = {}
 
     def __len__(self) -> int:
         return len(self._row)
@@ -83,6 +87,8 @@ class VectorIndex:
         for c in _CODED:
             self._cols[c] = np.resize(self._cols[c], cap)
         self._created = np.resize(self._created, cap)
+        self._when = np.resize(self._when, cap)
+        self._evergreen = np.resize(self._evergreen, cap)
         self._alive = np.resize(self._alive, cap)
         self._has_vec = np.resize(self._has_vec, cap)
         self._alive[len(self.ids) :] = False
@@ -100,6 +106,9 @@ class VectorIndex:
         for c in _CODED:
             self._cols[c][row] = self._code(c, attrs.get(c), create=True)
         self._created[row] = attrs.get("created_at", 0.0)
+        event_at = attrs.get("event_at")
+        self._when[row] = self._created[row] if event_at is None else event_at
+        self._evergreen[row] = bool(attrs.get("evergreen"))
 
     def _append(
         self, memory_id: str, vector: np.ndarray | None, attrs: dict[str, Any], text: str
@@ -133,8 +142,11 @@ class VectorIndex:
         columns: Mapping[str, Sequence[str | None]],
         created: np.ndarray,
         texts: Sequence[str],
+        when: np.ndarray | None = None,
+        evergreen: np.ndarray | None = None,
     ) -> None:
-        """Bulk-load memories not in the index yet (an index's first load)."""
+        """Bulk-load memories not in the index yet (an index's first load); ``when``
+        defaults to ``created``, ``evergreen`` to False."""
         start, m = len(self.ids), len(ids)
         if any(i in self._row for i in ids):
             raise ValueError("load_block is for memories not in the index yet")
@@ -148,6 +160,8 @@ class VectorIndex:
             codes = {v: self._code(c, v, create=True) for v in set(values)}
             self._cols[c][block] = np.fromiter(map(codes.__getitem__, values), np.int32, m)
         self._created[block] = created
+        self._when[block] = created if when is None else when
+        self._evergreen[block] = False if evergreen is None else evergreen
         if self._proj is not None:
             self._coarse[block] = self._vecs[block] @ self._proj
         self.ids.extend(ids)
@@ -181,6 +195,8 @@ class VectorIndex:
         for c in _CODED:
             self._cols[c] = _take(self._cols[c], keep, cap)
         self._created = _take(self._created, keep, cap)
+        self._when = _take(self._when, keep, cap)
+        self._evergreen = _take(self._evergreen, keep, cap)
         self._alive = _take(self._alive, keep, cap)
         self._has_vec = _take(self._has_vec, keep, cap)
         if self._proj is not None:
@@ -202,6 +218,8 @@ class VectorIndex:
         arrays: dict[str, np.ndarray] = {
             "vecs": self._vecs[:n],
             "created": self._created[:n],
+            "when": self._when[:n],
+            "evergreen": self._evergreen[:n],
             "has_vec": self._has_vec[:n],
             "text": np.asarray(self._text, dtype=np.int64),
             **{f"col_{c}": self._cols[c][:n] for c in _CODED},
@@ -225,6 +243,10 @@ class VectorIndex:
         # the loaded arrays become the index's own (the first write after grows them)
         index._vecs = np.ascontiguousarray(vecs, dtype=np.float32)
         index._created = np.asarray(arrays["created"], dtype=np.float64)
+        index._when = np.asarray(arrays["when"], dtype=np.float64)
+        index._evergreen = np.asarray(arrays["evergreen"], dtype=bool)
+        if index._when.shape != (n,) or index._evergreen.shape != (n,):
+            raise ValueError("index snapshot: ranking columns do not match the rows")
         index._has_vec = np.asarray(arrays["has_vec"], dtype=bool)
         index._alive = np.ones(n, dtype=bool)
         for c in _CODED:
@@ -357,6 +379,35 @@ class VectorIndex:
             return {}
         sims = self._vecs[[r for _, r in rows]] @ query.astype(np.float32)
         return {i: _clip(float(s)) for (i, _), s in zip(rows, sims, strict=True)}
+
+    def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
+        """:class:`RankFacts` of the indexed ``ids`` (the others are left out)."""
+        found = [(mid, row) for mid in ids if (row := self._row.get(mid)) is not None]
+        if not found:
+            return {}
+        rows = np.fromiter((r for _, r in found), np.int64, len(found))
+        who = zip(
+            self._cols["speaker"][rows].tolist(), self._cols["person"][rows].tolist(), strict=True
+        )
+        return {
+            mid: RankFacts(when=when, evergreen=ever, names=self._names(pair))
+            for (mid, _), when, ever, pair in zip(
+                found,
+                self._when[rows].tolist(),
+                self._evergreen[rows].tolist(),
+                who,
+                strict=True,
+            )
+        }
+
+    def _names(self, codes: tuple[int, int]) -> frozenset[str]:
+        """The names of a (speaker, person) code pair, worked out once per pair."""
+        names = self._names_by_codes.get(codes)
+        if names is None:
+            by_code = [{c: v for v, c in self._codes[col].items()} for col in ("speaker", "person")]
+            names = names_of(by_code[i].get(code) for i, code in enumerate(codes))
+            self._names_by_codes[codes] = names
+        return names
 
 
 def text_digest(text: str) -> int:
