@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from memoryd.embed import normalize, register_embedder
+from memoryd.embed.coalesce import Coalescer
 from memoryd.errors import DependencyMissingError, StoreError
 from memoryd.settings import EmbedSettings, OnnxEmbedSettings
 
@@ -88,21 +88,26 @@ class OnnxEmbedder:
             str(onnx_path), options, providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
-        self._lock = threading.Lock()
         self.dim = int(self._session.get_outputs()[0].shape[-1])
+        # concurrent callers (HTTP requests, pipelines) share batches of the one session
+        self._coalescer = Coalescer(self._embed_batch, self.dim, self.batch_size)
         self.calls = 0  # number of texts embedded: lets tests prove the cache works
 
     def count_tokens(self, text: str) -> int:
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
+    @property
+    def runs(self) -> int:
+        """Model runs so far (concurrent calls share them)."""
+        return self._coalescer.runs
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of ``texts``, in batches of similar lengths (less padding)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = self._embed_batch([texts[i] for i in idx])
+        out[order] = self._coalescer.embed([texts[i] for i in order])
         self.calls += len(texts)
         return out
 
@@ -117,8 +122,7 @@ class OnnxEmbedder:
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        with self._lock:
-            hidden = self._session.run(None, feed)[0]
+        hidden = self._session.run(None, feed)[0]  # one run at a time: the Coalescer's turn
         if hidden.ndim == 2:  # model already pooled
             return normalize(hidden)
         if self.pooling == "cls":

@@ -1,0 +1,106 @@
+"""Concurrent embed calls share model runs (embed/coalesce.py), with the real model
+and with a model run we can hold still to see who goes next."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from memoryd.embed import Embedder
+from memoryd.embed.coalesce import Coalescer
+
+
+def _code(text: str) -> np.ndarray:
+    return np.array([len(text), ord(text[0])], dtype=np.float32)
+
+
+class HeldModel:
+    """A model run that waits for ``release`` and records each batch it is given."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        self.entered.set()
+        assert self.release.wait(10)
+        if "boom" in texts:
+            raise RuntimeError("the model failed on this batch")
+        return np.stack([_code(t) for t in texts])
+
+
+def _wait_queued(c: Coalescer, jobs: int) -> None:
+    deadline = time.monotonic() + 10
+    while len(c._jobs) < jobs:
+        assert time.monotonic() < deadline, "callers never queued"
+        time.sleep(0.005)
+
+
+def test_callers_that_arrive_while_the_model_runs_share_the_next_batch() -> None:
+    model = HeldModel()
+    c = Coalescer(model, dim=2, batch_size=64)
+    with ThreadPoolExecutor(8) as pool:
+        first = pool.submit(c.embed, ["warm"])
+        assert model.entered.wait(10)
+        later = [pool.submit(c.embed, [f"t{i}" * (i + 1)]) for i in range(6)]
+        _wait_queued(c, 6)  # six callers wait while the first batch runs
+        model.release.set()
+        assert np.array_equal(first.result(10), [_code("warm")])
+        for i, f in enumerate(later):
+            assert np.array_equal(f.result(10), [_code(f"t{i}" * (i + 1))])
+    assert c.runs == 2 and sorted(map(len, model.batches)) == [1, 6]
+
+
+def test_a_short_call_never_waits_behind_a_bulk_one_for_more_than_a_batch() -> None:
+    model = HeldModel()
+    c = Coalescer(model, dim=2, batch_size=4)
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(c.embed, ["warm"])
+        assert model.entered.wait(10)
+        bulk = pool.submit(c.embed, [f"bulk{i}" for i in range(20)])
+        _wait_queued(c, 1)
+        query = pool.submit(c.embed, ["query"])
+        _wait_queued(c, 2)
+        model.release.set()
+        assert query.result(10).shape == (1, 2)
+        assert bulk.result(10).shape == (20, 2) and first.result(10).shape == (1, 2)
+    # the batch after the first one serves the query first, then fills up with bulk texts
+    assert model.batches[1][0] == "query" and len(model.batches[1]) == 4
+    assert all(len(b) <= 4 for b in model.batches)
+    assert sum(map(len, model.batches)) == 22
+
+
+def test_a_failed_batch_fails_its_callers_only_and_the_next_batch_runs() -> None:
+    model = HeldModel()
+    c = Coalescer(model, dim=2, batch_size=2)
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(c.embed, ["boom"])
+        assert model.entered.wait(10)
+        other = pool.submit(c.embed, ["fine", "also fine", "third"])
+        _wait_queued(c, 1)
+        model.release.set()
+        with pytest.raises(RuntimeError, match="failed on this batch"):
+            first.result(10)
+        assert np.array_equal(
+            other.result(10), np.stack([_code("fine"), _code("also fine"), _code("third")])
+        )
+    assert np.array_equal(c.embed(["after"]), [_code("after")])
+    assert c.embed([]).shape == (0, 2)
+
+
+def test_the_real_model_gives_each_caller_its_own_vectors_under_concurrency(
+    embedder: Embedder,
+) -> None:
+    texts = [f"memory number {i}: " + "the quick brown fox " * (i % 5) for i in range(48)]
+    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    with ThreadPoolExecutor(12) as pool:
+        together = list(pool.map(lambda t: embedder.embed([t])[0], texts))
+        mixed = list(pool.map(embedder.embed, [texts[i : i + 5] for i in range(0, 48, 5)]))
+    assert np.allclose(np.stack(together), alone, atol=1e-5)
+    assert np.allclose(np.concatenate(mixed), alone, atol=1e-5)
