@@ -196,3 +196,42 @@ def test_two_stage_search_agrees_with_exact_search() -> None:
     # rows added after the fit are projected too
     index.upsert("new", vecs[3], attrs(), "")
     assert {i for i, _ in index.search(vecs[3], None, 2)} == {"m3", "new"}
+
+
+def test_a_small_scope_is_searched_on_its_own_rows_with_the_same_answers() -> None:
+    """One user among many: the vector side scores only that user's rows (gathered),
+    exactly below COARSE_MIN_ROWS and two-stage above it, and finds what a full
+    exact scan restricted to the user finds."""
+    rng = np.random.default_rng(5)
+    n, dim = 90_000, 128
+    topics = rng.normal(size=(32, dim)).astype(np.float32)
+    vecs = rng.normal(size=(n, 32)).astype(np.float32) @ topics
+    vecs += 0.3 * rng.normal(size=(n, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    i = np.arange(n)
+    users = np.where((i % 4 == 0) & (i < 84_000), "big", "other").astype(object)  # 21,000
+    users[np.arange(1, n, 180)] = "small"  # 500 rows
+    index = VectorIndex(dim)
+    index.load_block(
+        [f"m{i}" for i in range(n)],
+        vecs,
+        np.ones(n, dtype=bool),
+        {"user_id": list(users), "state": ["active"] * n},
+        np.zeros(n),
+        [""] * n,
+    )
+    for user, regime in (("small", "exact"), ("big", "two-stage")):
+        rows = np.flatnonzero(users == user)
+        assert rows.size * 4 < n  # under a quarter of the index: gathered
+        assert (rows.size >= COARSE_MIN_ROWS) == (regime == "two-stage")
+        mask = index.mask(Filters(user_id=user))
+        agree = []
+        for q in rng.choice(rows, size=20, replace=False):
+            query = vecs[q] + 0.1 * rng.normal(size=dim).astype(np.float32) / np.sqrt(dim)
+            query /= np.linalg.norm(query)
+            exact = rows[np.argsort(-(vecs[rows] @ query))[:10]]
+            got = index.search(query, mask, 10)
+            assert {int(i[1:]) for i, _ in got} <= set(rows.tolist())
+            assert got[0][0] == f"m{exact[0]}"
+            agree.append(len({f"m{i}" for i in exact} & {i for i, _ in got}) / 10)
+        assert float(np.mean(agree)) == 1.0 if regime == "exact" else np.mean(agree) >= 0.95

@@ -37,6 +37,7 @@ COARSE_MIN_ROWS = 20_000  # below this, exact search is already fast
 COARSE_DIMS = 96
 COARSE_CANDIDATES = 512  # re-scored exactly (at least 8 x k)
 _FIT_SAMPLE = 20_000
+GATHER_BELOW = 4  # a scope admitting under 1/4 of the rows is scored on its rows only
 
 
 class VectorIndex:
@@ -310,11 +311,21 @@ class VectorIndex:
         mask = (self._alive[:n] if mask is None else mask) & self._has_vec[:n]
         query = query.astype(np.float32)
         allowed = int(np.count_nonzero(mask))
+        # a scope of a small part of the index (one user of many) is scored on its own
+        # rows, gathered, instead of scoring every row and masking most of them away
+        rows = np.flatnonzero(mask) if allowed * GATHER_BELOW < n else None
         if allowed < COARSE_MIN_ROWS or not self._fit():
-            return self._top(self._vecs[:n] @ query, mask, k, normalise=False)
+            if rows is None:
+                return self._top(self._vecs[:n] @ query, mask, k, normalise=False)
+            scores = self._vecs[rows] @ query
+            best = _best(scores, k)
+            return self._ranked(rows[best], scores[best], k, normalise=False)
         assert self._proj is not None
-        coarse = self._coarse[:n] @ (query @ self._proj)
-        shortlist = self._top_rows(coarse, mask, max(COARSE_CANDIDATES, 8 * k))
+        wanted = max(COARSE_CANDIDATES, 8 * k)
+        if rows is None:
+            shortlist = self._top_rows(self._coarse[:n] @ (query @ self._proj), mask, wanted)
+        else:
+            shortlist = rows[_best(self._coarse[rows] @ (query @ self._proj), wanted)]
         return self._ranked(shortlist, self._vecs[shortlist] @ query, k, normalise=False)
 
     def _fit(self) -> bool:
@@ -408,6 +419,13 @@ class VectorIndex:
             names = names_of(by_code[i].get(code) for i, code in enumerate(codes))
             self._names_by_codes[codes] = names
         return names
+
+
+def _best(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` highest ``scores`` (unordered; all of them if fewer)."""
+    if k >= scores.shape[0]:
+        return np.arange(scores.shape[0])
+    return np.argpartition(-scores, k - 1)[:k]
 
 
 def text_digest(text: str) -> int:
