@@ -109,6 +109,9 @@ def test_the_coarse_projection_travels_with_the_snapshot() -> None:
     assert index.search(vecs[0], None, 3)[0][0] == "m0" and index._proj is not None
     copy = VectorIndex.from_state(*index.state())
     assert copy._proj is not None and np.array_equal(copy._proj, index._proj)
+    # two-stage: full vectors in half precision, in memory and on disk
+    assert index._vecs.dtype == copy._vecs.dtype == np.float16
+    assert np.array_equal(copy._coarse[:n], index._coarse[:n])
     for i in (0, 17, n - 1):
         assert copy.search(vecs[i], None, 10) == index.search(vecs[i], None, 10)
 
@@ -250,3 +253,27 @@ def test_row_text_digests_mean_the_same_in_every_process(tmp_path: Path) -> None
             check=True,
         )
         assert out.stdout.strip() == "1"
+
+
+def test_the_coarse_projection_is_fitted_before_the_snapshot_is_saved(tmp_path: Path) -> None:
+    """A big store's first full build fits the two-stage projection before saving, so
+    no later process pays for the fit (nor for re-projecting every row)."""
+    path = tmp_path / "m.db"
+    dim, n = 128, COARSE_MIN_ROWS + 500
+    rng = np.random.default_rng(9)
+    vecs = rng.normal(size=(n, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store = open_store(path)
+    store.add(
+        [
+            MemoryRecord(id=f"m{i}", text=f"row {i}", user_id="u", embedding=vecs[i])
+            for i in range(n)
+        ]
+    )
+    store.close()
+    store = open_store(path)
+    assert store.vector_search(vecs[3], Filters(), 1)[0][0] == "m3"
+    store.close()
+    loaded = snapshot.load(snapshot.path_for(path))
+    assert loaded is not None and loaded[0].prepared
+    assert loaded[0]._vecs.dtype == np.float16

@@ -190,7 +190,8 @@ def test_two_stage_search_agrees_with_exact_search() -> None:
     # a small scope is searched exactly: every hit is bob's, the best is the true best
     bob = index.mask(Filters(user_id="bob"))
     hits = index.search(vecs[5], bob, 10)
-    assert hits[0] == ("m5", pytest.approx(1.0, abs=1e-5)) and all(
+    # two-stage indexes keep float16 vectors: scores are exact to ~1e-3
+    assert hits[0] == ("m5", pytest.approx(1.0, abs=1e-3)) and all(
         int(i[1:]) % 5 == 0 for i, _ in hits
     )
     # rows added after the fit are projected too

@@ -227,6 +227,7 @@ class SQLiteStore:
         self._changes_kept = settings.changes_kept
         self._snapshot_min_rows = settings.index_snapshot_min_rows
         self._snapshot_seq = 0  # the change-log position of the last snapshot read or written
+        self._snapshot_prepared = False  # whether that snapshot holds the coarse projection
         try:
             self._db = sqlite3.connect(
                 str(self.path) if self.path else ":memory:",
@@ -279,8 +280,12 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
-            if self._index is not None and self._seen_seq - self._snapshot_seq >= SNAPSHOT_AFTER:
-                self._save_snapshot(self._index)
+            index = self._index
+            if index is not None and (
+                self._seen_seq - self._snapshot_seq >= SNAPSHOT_AFTER
+                or (index.prepared and not self._snapshot_prepared)
+            ):
+                self._save_snapshot(index)
             self._db.close()
 
     @contextmanager
@@ -774,6 +779,8 @@ class SQLiteStore:
             )
         self._index = index
         self._seen_seq = seq
+        if self._snapshot_path() is not None and len(index) >= self._snapshot_min_rows:
+            index.prepare()
         self._save_snapshot(index)
         return index
 
@@ -799,6 +806,7 @@ class SQLiteStore:
         if self._position(at.seq) != at:  # pruned, or another history (a restored backup)
             return False
         self._index, self._seen_seq, self._snapshot_seq = index, at.seq, at.seq
+        self._snapshot_prepared = index.prepared
         return True
 
     def _save_snapshot(self, index: VectorIndex) -> None:
@@ -814,6 +822,7 @@ class SQLiteStore:
             log.warning("could not save the search index snapshot %s: %s", path, exc)
             return
         self._snapshot_seq = at.seq
+        self._snapshot_prepared = index.prepared
 
     @staticmethod
     def _vector(blob: bytes | None, dim: int) -> np.ndarray | None:

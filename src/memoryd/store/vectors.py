@@ -1,4 +1,4 @@
-"""The in-memory search index: a float32 embedding matrix, BM25 postings and scope columns.
+"""The in-memory search index: an embedding matrix, BM25 postings and scope columns.
 
 Brute-force cosine over a contiguous numpy matrix beat sqlite-vec by ~10x at
 100k rows on this class of machine, and filters become vectorised masks that
@@ -11,7 +11,11 @@ a coarse pass over the rows projected onto the corpus's top ``COARSE_DIMS``
 principal directions (a quarter of the bytes to stream), then exact cosine
 over the best ``COARSE_CANDIDATES``. Streaming 100k x 384 floats per query is
 what a brute-force search costs; ``bench/scale.py`` reports the top-10
-agreement of the two-stage search with the exact one.
+agreement of the two-stage search with the exact one. Once two-stage, the
+full vectors are kept in float16 (they only re-score a shortlist, or a small
+scope's rows): 768 bytes a memory instead of 1,536 at 384 dimensions.
+A scope admitting under a quarter of the rows (one user of many) is scored
+on its own rows, gathered, rather than on every row.
 
 Rows are stable: a memory keeps its row while its text is unchanged; a
 removed memory, or one whose text changed, leaves a dead row behind (its
@@ -53,11 +57,13 @@ class VectorIndex:
         self._has_vec = np.zeros(capacity, dtype=bool)
         self._codes: dict[str, dict[str, int]] = {c: {} for c in _CODED}
         self.ids: list[str | None] = []  # by row; None for a dead row
-        self._text: list[int] = []  # text_digest of each row's indexed text
+        self._digest = np.zeros(capacity, dtype=np.int64)  # text_digest of each row's text
         self._row: dict[str, int] = {}
         self._proj: np.ndarray | None = None  # dim x COARSE_DIMS, once fitted
         self._coarse = np.zeros((0, COARSE_DIMS), dtype=np.float32)
         self._names_by_codes: dict[tuple[int, int], frozenset[str]] = {}
+        self._version = 0  # bumped by every change: masks are cached per version
+        self._last_mask: tuple[int, str, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self._row)
@@ -88,6 +94,7 @@ class VectorIndex:
         for c in _CODED:
             self._cols[c] = np.resize(self._cols[c], cap)
         self._created = np.resize(self._created, cap)
+        self._digest = np.resize(self._digest, cap)
         self._when = np.resize(self._when, cap)
         self._evergreen = np.resize(self._evergreen, cap)
         self._alive = np.resize(self._alive, cap)
@@ -97,12 +104,13 @@ class VectorIndex:
             self._coarse = np.resize(self._coarse, (cap, COARSE_DIMS))
 
     def _set(self, row: int, vector: np.ndarray | None, attrs: dict[str, Any]) -> None:
+        self._version += 1
         if vector is None:
             self._vecs[row] = 0.0
         else:
             self._vecs[row] = vector
         if self._proj is not None:
-            self._coarse[row] = self._vecs[row] @ self._proj
+            self._coarse[row] = 0.0 if vector is None else vector.astype(np.float32) @ self._proj
         self._has_vec[row] = vector is not None
         for c in _CODED:
             self._cols[c][row] = self._code(c, attrs.get(c), create=True)
@@ -117,7 +125,7 @@ class VectorIndex:
         row = len(self.ids)
         self._reserve(row + 1)
         self.ids.append(memory_id)
-        self._text.append(text_digest(text))
+        self._digest[row] = text_digest(text)
         self._row[memory_id] = row
         self._alive[row] = True
         self._set(row, vector, attrs)
@@ -128,7 +136,7 @@ class VectorIndex:
     ) -> None:
         """Index one memory (``vector`` None: keyword-only); ``text`` is what BM25 sees."""
         row = self._row.get(memory_id)
-        if row is not None and self._text[row] == text_digest(text):
+        if row is not None and self._digest[row] == text_digest(text):
             self._set(row, vector, attrs)  # same text: scope/state/vector change in place
             return
         if row is not None:
@@ -149,6 +157,7 @@ class VectorIndex:
         """Bulk-load memories not in the index yet (an index's first load); ``when``
         defaults to ``created``, ``evergreen`` to False."""
         start, m = len(self.ids), len(ids)
+        self._version += 1
         if any(i in self._row for i in ids):
             raise ValueError("load_block is for memories not in the index yet")
         self._reserve(start + m)
@@ -164,9 +173,9 @@ class VectorIndex:
         self._when[block] = created if when is None else when
         self._evergreen[block] = False if evergreen is None else evergreen
         if self._proj is not None:
-            self._coarse[block] = self._vecs[block] @ self._proj
+            self._coarse[block] = vectors.astype(np.float32) @ self._proj
         self.ids.extend(ids)
-        self._text.extend(map(text_digest, texts))
+        self._digest[block] = np.fromiter(map(text_digest, texts), np.int64, m)
         self._row.update(zip(ids, range(start, start + m), strict=True))
         self.keywords.add_many(range(start, start + m), texts)
 
@@ -174,6 +183,7 @@ class VectorIndex:
         row = self._row.pop(memory_id, None)
         if row is None:
             return
+        self._version += 1
         self.ids[row] = None
         self._alive[row] = False
         self._has_vec[row] = False
@@ -186,6 +196,7 @@ class VectorIndex:
 
     def compact(self) -> None:
         """Drop dead rows; live rows keep their order."""
+        self._version += 1
         n = len(self.ids)
         alive = self._alive[:n]
         new_row = np.full(n, -1, dtype=np.int64)
@@ -203,7 +214,7 @@ class VectorIndex:
         if self._proj is not None:
             self._coarse = _take(self._coarse, keep, cap)
         self.ids = [self.ids[r] for r in keep]
-        self._text = [self._text[r] for r in keep]
+        self._digest = _take(self._digest, keep, cap)
         self._row = {mid: r for r, mid in enumerate(self.ids) if mid is not None}
         self.keywords.remap(new_row, keep.size)
 
@@ -222,11 +233,12 @@ class VectorIndex:
             "when": self._when[:n],
             "evergreen": self._evergreen[:n],
             "has_vec": self._has_vec[:n],
-            "text": np.asarray(self._text, dtype=np.int64),
+            "text": self._digest[:n],
             **{f"col_{c}": self._cols[c][:n] for c in _CODED},
         }
         if self._proj is not None:
             arrays["proj"] = self._proj
+            arrays["coarse"] = self._coarse[:n]
         words, keyword_arrays = self.keywords.state()
         meta["terms"] = words
         arrays |= {f"kw_{k}": v for k, v in keyword_arrays.items()}
@@ -242,7 +254,9 @@ class VectorIndex:
         if vecs.shape != (n, index.dim) or n != len(meta["ids"]):
             raise ValueError("index snapshot: rows do not match ids")
         # the loaded arrays become the index's own (the first write after grows them)
-        index._vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+        # float16 once the index is two-stage (see _fit), float32 before
+        half = "proj" in arrays
+        index._vecs = np.ascontiguousarray(vecs, dtype=np.float16 if half else np.float32)
         index._created = np.asarray(arrays["created"], dtype=np.float64)
         index._when = np.asarray(arrays["when"], dtype=np.float64)
         index._evergreen = np.asarray(arrays["evergreen"], dtype=bool)
@@ -256,19 +270,34 @@ class VectorIndex:
             if index._cols[c].shape != (n,):
                 raise ValueError(f"index snapshot: column {c} does not match the rows")
         index.ids = list(ids)
-        index._text = arrays["text"].tolist()
+        index._digest = np.asarray(arrays["text"], dtype=np.int64)
         index._row = {mid: r for r, mid in enumerate(ids)}
-        if len(index._row) != n or len(index._text) != n:
+        if len(index._row) != n or index._digest.shape != (n,):
             raise ValueError("index snapshot: duplicate ids or missing text digests")
         if "proj" in arrays:
             index._proj = np.ascontiguousarray(arrays["proj"], dtype=np.float32)
-            index._coarse = np.zeros((index._vecs.shape[0], COARSE_DIMS), dtype=np.float32)
-            np.matmul(index._vecs[:n], index._proj, out=index._coarse[:n])
+            index._coarse = np.ascontiguousarray(arrays["coarse"], dtype=np.float32)
+            if index._proj.shape != (index.dim, COARSE_DIMS) or index._coarse.shape != (
+                n,
+                COARSE_DIMS,
+            ):
+                raise ValueError("index snapshot: the coarse projection does not match")
         kw = {k.removeprefix("kw_"): v for k, v in arrays.items() if k.startswith("kw_")}
         index.keywords = KeywordIndex.from_state(meta["terms"], kw, rows=n)
         return index
 
     def mask(self, filters: Filters) -> np.ndarray:
+        """The rows ``filters`` admit (a new array: the caller may change it). The last
+        one is cached until the index changes: a hybrid search asks twice."""
+        key = filters.model_dump_json()
+        last = self._last_mask
+        if last is not None and last[0] == self._version and last[1] == key:
+            return last[2].copy()
+        mask = self._mask(filters)
+        self._last_mask = (self._version, key, mask)
+        return mask.copy()
+
+    def _mask(self, filters: Filters) -> np.ndarray:
         n = len(self.ids)
         mask = self._alive[:n].copy()
         for column in ("user_id", "agent_id", "run_id"):
@@ -315,9 +344,10 @@ class VectorIndex:
         # rows, gathered, instead of scoring every row and masking most of them away
         rows = np.flatnonzero(mask) if allowed * GATHER_BELOW < n else None
         if allowed < COARSE_MIN_ROWS or not self._fit():
-            if rows is None:
+            if rows is None and self._proj is None:  # float32: one pass over the matrix
                 return self._top(self._vecs[:n] @ query, mask, k, normalise=False)
-            scores = self._vecs[rows] @ query
+            rows = np.flatnonzero(mask) if rows is None else rows
+            scores = self._vecs[rows].astype(np.float32) @ query
             best = _best(scores, k)
             return self._ranked(rows[best], scores[best], k, normalise=False)
         assert self._proj is not None
@@ -326,7 +356,18 @@ class VectorIndex:
             shortlist = self._top_rows(self._coarse[:n] @ (query @ self._proj), mask, wanted)
         else:
             shortlist = rows[_best(self._coarse[rows] @ (query @ self._proj), wanted)]
-        return self._ranked(shortlist, self._vecs[shortlist] @ query, k, normalise=False)
+        exact = self._vecs[shortlist].astype(np.float32) @ query
+        return self._ranked(shortlist, exact, k, normalise=False)
+
+    @property
+    def prepared(self) -> bool:
+        """Whether the one-off work of :meth:`prepare` is done (or not needed yet)."""
+        return self._proj is not None
+
+    def prepare(self) -> None:
+        """Do now the one-off work a first search would (fitting the coarse projection),
+        so a snapshot taken next holds it and a new process skips it."""
+        self._fit()
 
     def _fit(self) -> bool:
         """Fit the coarse projection (once): top principal directions of a row sample."""
@@ -342,6 +383,10 @@ class VectorIndex:
         coarse = np.zeros((self._vecs.shape[0], COARSE_DIMS), dtype=np.float32)
         np.matmul(self._vecs[:n], proj, out=coarse[:n])
         self._proj, self._coarse = proj, coarse
+        # from here on the coarse pass finds candidates and the full vectors only re-score
+        # a shortlist (or a small scope's rows): half precision is plenty for that and
+        # halves what the index keeps per memory (768 bytes, not 1,536, at 384 dims)
+        self._vecs = self._vecs.astype(np.float16)
         return True
 
     def _top_rows(self, scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
@@ -388,7 +433,7 @@ class VectorIndex:
         rows = [(i, r) for i, r in rows if self._has_vec[r]]
         if not rows:
             return {}
-        sims = self._vecs[[r for _, r in rows]] @ query.astype(np.float32)
+        sims = self._vecs[[r for _, r in rows]].astype(np.float32) @ query.astype(np.float32)
         return {i: _clip(float(s)) for (i, _), s in zip(rows, sims, strict=True)}
 
     def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
