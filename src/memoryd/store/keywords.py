@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -185,6 +186,13 @@ class KeywordIndex:
                 del self._terms[term]
                 continue
             self._terms[term] = _Postings(moved[alive].astype(np.int32), p.tfs[: p.n][alive])
+
+    def memory_bytes(self) -> int:
+        """Bytes this index holds: postings arrays, their objects and terms, row lengths."""
+        total = self._lengths.nbytes + sys.getsizeof(self._terms)
+        for term, p in self._terms.items():
+            total += p.rows.nbytes + p.tfs.nbytes + sys.getsizeof(p) + sys.getsizeof(term)
+        return total
 
     # -- persistence ---------------------------------------------------------------------------
     def state(self) -> tuple[list[str], dict[str, np.ndarray]]:

@@ -26,6 +26,7 @@ a quarter of the index. The owner (a store) keeps it in sync with its rows.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -217,6 +218,16 @@ class VectorIndex:
         self._digest = _take(self._digest, keep, cap)
         self._row = {mid: r for r, mid in enumerate(self.ids) if mid is not None}
         self.keywords.remap(new_row, keep.size)
+
+    def memory_bytes(self) -> int:
+        """Bytes this index holds (arrays at their capacity, ids, the id map, BM25)."""
+        arrays: list[np.ndarray] = [self._vecs, self._coarse, self._created, self._when]
+        arrays.append(self._evergreen)
+        arrays += [self._alive, self._has_vec, self._digest, *self._cols.values()]
+        total = sum(a.nbytes for a in arrays)
+        total += sys.getsizeof(self.ids) + sum(sys.getsizeof(i) for i in self.ids)
+        total += sys.getsizeof(self._row)  # its keys are the ids' strings, counted above
+        return total + self.keywords.memory_bytes()
 
     # -- persistence (see memoryd.store.snapshot) ---------------------------------------------
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
