@@ -15,7 +15,14 @@ from memoryd.core import Memory
 from memoryd.settings import ApiKey
 from tests.mcp_client import McpSession
 
-WRITE_TOOLS = {"memory_add", "memory_update", "memory_delete", "memory_flush", "memory_session_end"}
+WRITE_TOOLS = {
+    "memory_add",
+    "memory_update",
+    "memory_delete",
+    "memory_flush",
+    "memory_session_end",
+    "memory_rem_backfill",
+}
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
     """Add ``run``, ``pipelines`` and ``dream rollback`` to ``app``."""
     app.command("run")(run_command)
     app.command("pipelines")(pipelines_command)
+    app.command("rem-backfill")(rem_backfill_command)
     app.add_typer(dream_app, name="dream")
 
 
@@ -90,6 +91,64 @@ def run_command(
             err.print(f"[red]error:[/red] {record.error}", markup=True, highlight=False)
     if record.status not in ("ok", "skipped"):
         raise typer.Exit(code=1)
+
+
+def rem_backfill_command(
+    agent: Annotated[str, typer.Option("--agent", "-a", help="agent id")],
+    path: Annotated[
+        str, typer.Option("--path", help="daily files to replay (workspace-relative)")
+    ] = "memory",
+    stage_short_term: Annotated[
+        bool,
+        typer.Option("--stage-short-term", help="also store the candidates as short-term memory"),
+    ] = False,
+    rollback: Annotated[
+        bool, typer.Option("--rollback", help="remove the backfills' DREAMS.md entries")
+    ] = False,
+    rollback_short_term: Annotated[
+        bool,
+        typer.Option("--rollback-short-term", help="remove the memories backfills staged"),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="show the candidates; write nothing")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay old daily files as standalone days: grounded review entries in DREAMS.md."""
+    from memoryd.pipelines import backfill as bf
+    from memoryd.workspace import resolve_workspace
+
+    with _memory() as mem:
+        ws = resolve_workspace(mem.settings, agent, mem.store)
+        if rollback or rollback_short_term:
+            undone = bf.rollback(mem, ws, dreams=rollback, short_term=rollback_short_term)
+            if as_json:
+                _print_json(undone.to_json())
+                return
+            console.print(
+                f"rolled back {undone.runs} backfill runs: {undone.dreams_bytes_removed} bytes"
+                f" of DREAMS.md, {undone.memories_removed} staged memories"
+            )
+            for note in undone.notes:
+                console.print(f"  {note}", markup=False, highlight=False)
+            return
+        report = bf.backfill(mem, ws, path=path, stage_short_term=stage_short_term, dry_run=dry_run)
+    if as_json:
+        _print_json(report.to_json())
+        return
+    label = " (dry run)" if dry_run else ""
+    for day, cands in report.days.items():
+        console.print(f"[bold]{day}[/bold]{label}: {len(cands)} candidates")
+        for c in cands:
+            console.print(f"  - {c.text}  ({c.citation})", markup=False, highlight=False)
+    for note in report.skipped:
+        console.print(f"  skipped {note}", markup=False, highlight=False)
+    if report.staged:
+        console.print(f"staged {len(report.staged)} short-term memories")
+    if not dry_run and report.days:
+        console.print(
+            f"review: {ws.dreams_file} · undo: memoryd rem-backfill -a {agent} --rollback"
+        )
 
 
 def pipelines_command(

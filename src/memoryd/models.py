@@ -117,6 +117,7 @@ class Filters(BaseModel):
     created_after: datetime | None = None
     created_before: datetime | None = None
     source_path: str | None = None
+    ids: list[str] | None = None  # only these memories
     long_term_only: bool = False  # run_id IS NULL
     short_term_only: bool = False  # run_id IS NOT NULL
 

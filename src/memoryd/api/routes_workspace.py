@@ -1,5 +1,5 @@
 """Workspace routes: memory_get, memory_search, session-start context, session
-notes, the pre-compaction flush, indexing and per-agent status.
+notes, the pre-compaction flush, grounded backfill, indexing and per-agent status.
 
 Workspace files belong to ``workspace.user_id`` and the agent, so every route
 checks the caller's key against that pair before touching a file.
@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memoryd.api.auth import Principal, principal
 from memoryd.core import Memory
+from memoryd.pipelines import backfill
 from memoryd.workspace import Workspace, known_agents, resolve_workspace
 from memoryd.workspace.context import build_context
 from memoryd.workspace.files import memory_get
@@ -166,6 +167,38 @@ async def flush_notes(
     def run() -> dict[str, Any]:
         ws = _workspace(mem, p, body.agent_id)
         return flush(mem, ws, body.notes, messages=body.messages).to_json()
+
+    return await run_in_threadpool(run)
+
+
+class BackfillBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    path: str = Field(default="memory", max_length=1000)
+    stage_short_term: bool = False
+    rollback: bool = False
+    rollback_short_term: bool = False
+    dry_run: bool = False
+
+
+@router.post("/rem-backfill")
+async def rem_backfill(
+    request: Request, body: BackfillBody, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Replay old daily files as standalone days into DREAMS.md (grounded review entries),
+    optionally staging the candidates as short-term memory; or undo what backfills added."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        ws = _workspace(mem, p, body.agent_id)
+        if body.rollback or body.rollback_short_term:
+            return backfill.rollback(
+                mem, ws, dreams=body.rollback, short_term=body.rollback_short_term
+            ).to_json()
+        return backfill.backfill(
+            mem, ws, path=body.path, stage_short_term=body.stage_short_term, dry_run=body.dry_run
+        ).to_json()
 
     return await run_in_threadpool(run)
 

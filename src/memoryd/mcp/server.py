@@ -68,6 +68,7 @@ def build_server(memory: Memory, scope_of: Callable[[Context], Scope]) -> MCPSer
         (tools.memory_add, _WRITE),
         (tools.memory_flush, _WRITE),
         (tools.memory_session_end, _WRITE),
+        (tools.memory_rem_backfill, _WRITE),
         (tools.memory_update, _WRITE),
         (tools.memory_delete, _DESTRUCTIVE),
     ):

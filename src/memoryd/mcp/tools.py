@@ -23,6 +23,7 @@ from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, MemorydError, NotFoundError, PermissionDeniedError
 from memoryd.mcp.scope import Scope
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
+from memoryd.pipelines import backfill
 from memoryd.search.tiers import SHARED, memory_type
 from memoryd.workspace.context import build_context
 from memoryd.workspace.files import memory_get as read_lines
@@ -355,6 +356,41 @@ class MemoryTools:
             self.memory, self._workspace(scope), messages, session_id=session_id
         )
         return note.to_json()
+
+    @tool_errors
+    def memory_rem_backfill(
+        self,
+        ctx: Context,
+        path: Annotated[
+            str, Field(description='daily files to replay, workspace-relative (e.g. "memory/")')
+        ] = "memory",
+        stage_short_term: Annotated[
+            bool, Field(description="also store the candidates as short-term memory")
+        ] = False,
+        rollback: Annotated[
+            bool, Field(description="instead: remove what earlier backfills wrote to DREAMS.md")
+        ] = False,
+        rollback_short_term: Annotated[
+            bool, Field(description="instead: remove the memories earlier backfills staged")
+        ] = False,
+        dry_run: Annotated[bool, Field(description="list the candidates; write nothing")] = False,
+    ) -> dict[str, Any]:
+        """Replay old daily diary files (memory/YYYY-MM-DD.md) as standalone days and write
+        their durable candidates, each citing its lines, to DREAMS.md for review; with
+        stage_short_term they also enter short-term memory, from where only the normal
+        dream and promotion can take them to long-term or MEMORY.md. Rollback removes
+        exactly what backfills added."""
+        scope = self._begin(ctx, "memory_rem_backfill")
+        ws = self._workspace(scope)
+        if rollback or rollback_short_term:
+            undone = backfill.rollback(
+                self.memory, ws, dreams=rollback, short_term=rollback_short_term
+            )
+            return undone.to_json()
+        report = backfill.backfill(
+            self.memory, ws, path=path, stage_short_term=stage_short_term, dry_run=dry_run
+        )
+        return report.to_json()
 
     @tool_errors
     def memory_update(

@@ -509,6 +509,9 @@ class PostgresStore:
 
     def kv_set(self, key: str, value: Any) -> None:
         with self._write() as conn:
+            if value is None:
+                conn.execute(f"DELETE FROM {self.t_kv} WHERE key = %s", (key,))
+                return
             conn.execute(
                 f"INSERT INTO {self.t_kv} (key, value) VALUES (%s, %s)"
                 " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
@@ -827,6 +830,9 @@ class PostgresStore:
             if value is not None:
                 clauses.append(f"{column} = %s")
                 params.append(value)
+        if f.ids is not None:
+            clauses.append("id = ANY(%s)")
+            params.append(list(f.ids))
         if f.long_term_only:
             clauses.append("run_id IS NULL")
         if f.short_term_only:

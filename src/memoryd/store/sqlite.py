@@ -363,7 +363,10 @@ class SQLiteStore:
 
     def kv_set(self, key: str, value: Any) -> None:
         with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (key, json.dumps(value)))
+            if value is None:
+                db.execute("DELETE FROM kv WHERE key=?", (key,))
+            else:
+                db.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (key, json.dumps(value)))
 
     @contextmanager
     def run_lock(self, name: str, ttl_s: float = 3600) -> Iterator[bool]:
@@ -605,6 +608,9 @@ class SQLiteStore:
             if value is not None:
                 clauses.append(f"{a}{column} = ?")
                 params.append(value)
+        if f.ids is not None:
+            clauses.append(f"{a}id IN ({','.join('?' * len(f.ids))})" if f.ids else "0")
+            params.extend(f.ids)
         if f.long_term_only:
             clauses.append(f"{a}run_id IS NULL")
         if f.short_term_only:
@@ -716,7 +722,7 @@ class SQLiteStore:
 
     def _mask(self, index: VectorIndex, filters: Filters) -> np.ndarray:
         mask = index.mask(filters)
-        if filters.source_path is not None:
+        if filters.source_path is not None or filters.ids is not None:
             mask &= index.mask_ids(set(self._ids_where(filters)))
         return mask
 
