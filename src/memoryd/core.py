@@ -24,6 +24,7 @@ from memoryd.conversation import split_to_window
 from memoryd.embed import Embedder, create_embedder, normalize
 from memoryd.errors import InvalidInputError, ModelMismatchError, NotFoundError, ReadOnlyError
 from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
+from memoryd.extract.classify import classify_fact
 from memoryd.llm import LLM, create_llm
 from memoryd.models import (
     CombinedHits,
@@ -483,6 +484,10 @@ class Memory:
                 self._remember(idempotency_key, actor, out)
         return out
 
+    def _fact_class(self, text: str) -> str | None:
+        """Seed 003's class of an extracted fact given no category (extract/classify.py)."""
+        return classify_fact(text) if self.settings.extract.classify else None
+
     def _apply_decisions(
         self,
         decisions: Sequence[Decision],
@@ -512,14 +517,15 @@ class Memory:
                 target = d.target
                 source, said = provenance[d.fact]
                 if d.event == Event.ADD:
+                    kind = category or self._fact_class(d.text)
                     record = MemoryRecord(
                         id=self.new_id(),
                         text=d.text,
                         user_id=user_id,
                         agent_id=agent_id,
                         run_id=run_id,
-                        category=category,
-                        metadata={**metadata, **said},
+                        category=kind,
+                        metadata={**metadata, **said, **({"category": kind} if kind else {})},
                         origin=Origin.FACT,
                         source=source,
                         created_at=now,

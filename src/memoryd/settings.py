@@ -199,6 +199,9 @@ class ExtractSettings(BaseModel):
     none_similarity: float = 0.95  # at or above: already known (NONE)
     update_similarity: float = 0.8  # at or above, same subject: UPDATE
     subject_overlap: float = 0.5  # shared content words needed to call it the same subject
+    # an extracted fact given no category is classed personal / tasks / agents / system by
+    # word rules (seed 003; extract/classify.py), which sets how long it lives (decay)
+    classify: bool = True
 
 
 class AuditSettings(BaseModel):

@@ -78,6 +78,7 @@ BUILTIN_MODULES = (
     "memoryd.pipelines.dream",
     "memoryd.pipelines.promote",
     "memoryd.pipelines.decay",
+    "memoryd.pipelines.structured",
     "memoryd.pipelines.lessons",
 )
 

@@ -24,6 +24,9 @@ from memoryd.validate import check_id
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
 DREAMS_FILE = "DREAMS.md"
+#: ``memory/structured/``: facts exported per category (pipelines/structured.py); not indexed,
+#: its lines are memories already searchable.
+STRUCTURED_DIR = "structured"
 #: Read at session start, in this order (seed 004, section 3), before MEMORY.md.
 IDENTITY_FILES = ("SOUL.md", "IDENTITY.md", "USER.md", "AGENTS.md", "TOOLS.md")
 #: Where ``memoryd init --path`` records workspaces that are not at the default place.
@@ -133,7 +136,10 @@ class Workspace:
         candidates: list[Path] = []
         if self.memory_file.is_file():
             candidates.append(self.memory_file)
-        candidates.extend(_markdown_under(self.memory_dir))
+        structured = self.memory_dir / STRUCTURED_DIR
+        candidates.extend(
+            p for p in _markdown_under(self.memory_dir) if not p.is_relative_to(structured)
+        )
         for extra in self.extra_roots():
             if extra.is_file() and extra.suffix.lower() == ".md":
                 candidates.append(extra)
@@ -166,6 +172,8 @@ class Workspace:
                 rel = path.relative_to(base)
             except ValueError:
                 continue
+            if base == self.memory_dir and rel.parts[0] == STRUCTURED_DIR:
+                return False
             return not any(part.startswith(".") for part in rel.parts)
         return False
 
