@@ -134,3 +134,41 @@ def test_promotion_with_real_thresholds_needs_several_days_and_queries(
         for _ in range(3):
             mem.search(q, user_id="default", agent_id="alpha")
     assert run_pipeline(mem, "promote").counts == {}
+
+
+DIARY_TURN = "**user**: The billing service listens on port 8230 behind the nginx proxy."
+
+
+def test_a_recalled_diary_excerpt_is_distilled_promoted_and_explained_in_dreams_md(
+    mem: Memory, clock: FixedClock, settings: Settings
+) -> None:
+    """Diary chunks are recorded when recalled (light), distilled into one line, promoted
+    through the same gates (deep), and every run writes its review to DREAMS.md."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from tests.pipelines_kit import write_section
+
+    root = workspace(settings, "alpha")
+    write_section(root, "2026-03-19", "09:00", [DIARY_TURN, "**assistant**: Noted."])
+    ws = resolve_workspace(settings, "alpha", mem.store)
+    index_workspace(mem, ws)
+    assert not (root / "DREAMS.md").exists()
+    run_pipeline(mem, "promote", agent="alpha", clock=clock)
+    assert not (root / "DREAMS.md").exists()  # nothing recalled yet: no review
+    recall_often(mem, clock, days=3)
+    run_pipeline(mem, "promote", agent="alpha", dry_run=True, clock=clock)
+    assert not (root / "DREAMS.md").exists()  # a dry run writes nothing
+    record = run_pipeline(mem, "promote", agent="alpha", clock=clock)
+    assert record.counts.get("promoted") == 1, record
+    line = "- The billing service listens on port 8230 behind the nginx proxy."
+    assert line in (root / "MEMORY.md").read_text().splitlines()
+    dreams = (root / "DREAMS.md").read_text()
+    assert "## Dreaming · 2026-03-23" in dreams
+    assert "- Light · 2 memories recalled in the last 30 days (2 diary excerpts" in dreams
+    assert "- REM · recurring themes: " in dreams and "billing (12x, 3 days)" in dreams
+    assert "- Deep · promoted to MEMORY.md: 1" in dreams
+    assert "recalled 12 times for 4 questions on 3 days" in dreams
+    assert "from `memory/2026-03-19.md#L" in dreams
+    # the next run promotes nothing new and says why
+    run_pipeline(mem, "promote", agent="alpha", clock=clock)
+    assert (root / "DREAMS.md").read_text().count("- Deep · nothing promoted") == 1

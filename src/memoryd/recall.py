@@ -11,8 +11,10 @@ them into one small summary per memory in the store's key/value table
      "queries": ["3f2a9c1b04de", ...], "days": ["2026-03-27", ...],
      "first": "2026-03-27T09:00:00+00:00", "last": "2026-03-29T10:12:00+00:00"}
 
-Only memories that belong to an agent and are not file chunks are recorded
-(chunks are whole paragraphs of files, not facts to promote). Queries are kept
+Only memories that belong to an agent are recorded, and of the file chunks only
+those of daily diaries and session notes (``memory/YYYY-MM-DD*.md``): promotion
+distils a recalled diary excerpt into one line; curated files (``MEMORY.md``,
+topic notes) are promoted already. Queries are kept
 as short hashes, never as text. Summaries are buffered and written in batches
 (every ``FLUSH_EVERY`` hits or ``FLUSH_SECONDS``, and on ``Memory.close``), so
 a search pays for a write transaction only now and then; a crash loses at most
@@ -22,6 +24,7 @@ one unflushed batch of statistics, never a memory.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memoryd.models import Origin, SearchHit
+from memoryd.models import MemoryRecord, Origin, SearchHit
 from memoryd.store import Store
 
 PREFIX = "recall:"
@@ -37,6 +40,19 @@ FLUSH_EVERY = 64
 FLUSH_SECONDS = 60.0
 MAX_QUERIES = 32  # distinct query hashes kept per memory
 MAX_DAYS = 30  # distinct days kept per memory
+
+
+_DIARY = re.compile(r"^memory/\d{4}-\d{2}-\d{2}[^/]*\.md$")
+
+
+def is_diary_chunk(record: MemoryRecord) -> bool:
+    """A chunk of a daily diary or session note: raw days whose recalled excerpts
+    promotion may distil into a line of MEMORY.md (curated files are not recorded)."""
+    return (
+        record.origin == Origin.CHUNK
+        and record.source is not None
+        and _DIARY.match(record.source.path) is not None
+    )
 
 
 def query_hash(query: str) -> str:
@@ -139,7 +155,7 @@ class RecallLog:
                 when,
             )
             for h in hits
-            if h.record.agent_id and h.record.origin != Origin.CHUNK
+            if h.record.agent_id and (h.record.origin != Origin.CHUNK or is_diary_chunk(h.record))
         ]
         if not events:
             return

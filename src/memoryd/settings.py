@@ -460,6 +460,8 @@ class PromoteSettings(BaseModel):
     max_age_days: int = Field(default=30, ge=1)  # recalls older than this no longer count
     limit: int = Field(default=10, ge=0)  # promotions per agent and run
     max_lines: int = Field(default=200, ge=20)  # MEMORY.md stays this short
+    # each run that saw recalls writes its light / REM / deep review to DREAMS.md
+    dreams_report: bool = True
 
 
 class Settings(BaseSettings):

@@ -42,13 +42,17 @@ import math
 import os
 import re
 import tempfile
-from dataclasses import dataclass
-from datetime import datetime
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memoryd.models import Origin, State
+from memoryd.pipelines.diary import append_section
+from memoryd.pipelines.dreams_md import HEADER
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
-from memoryd.recall import Recall, summaries
+from memoryd.pipelines.sections import plain_text
+from memoryd.recall import Recall, is_diary_chunk, summaries
 from memoryd.settings import PromoteSettings
 from memoryd.workspace import Workspace
 
@@ -58,6 +62,7 @@ BLOCK_START = (
 )
 BLOCK_END = "<!-- /memoryd:promoted -->"
 MAX_LINE_CHARS = 300
+THEMES = 6  # recurring words the REM part of the DREAMS.md review lists
 NEAR_DUPLICATE = 0.6  # concept overlap at which two lines say the same thing
 _WORD = re.compile(r"[\w.+#/-]+", re.UNICODE)
 _STOP = frozenset(
@@ -120,6 +125,20 @@ class Candidate:
     score: float
     signals: dict[str, float]
     recall: Recall
+    source: str | None = None  # the diary lines a distilled excerpt came from
+
+
+@dataclass
+class Review:
+    """One agent's dreaming review: what was recalled (light), the themes (REM), and
+    the candidates that pass every gate (deep)."""
+
+    recalled: int = 0  # recall summaries of the agent within max_age_days
+    excerpts: int = 0  # of them, diary excerpts
+    gated: int = 0  # left out by the count / query / age gates
+    best_below: float | None = None  # the best score that missed min_score
+    themes: list[tuple[str, int, int]] = field(default_factory=list)  # word, recalls, days
+    candidates: list[Candidate] = field(default_factory=list)
 
 
 def concepts(text: str) -> set[str]:
@@ -172,44 +191,91 @@ def promote(ctx: PipelineContext) -> RunResult:
 
 def candidates(ctx: PipelineContext, agent: str) -> list[Candidate]:
     """The agent's recalled memories that pass every gate, best first."""
+    return review(ctx, agent).candidates
+
+
+def review(ctx: PipelineContext, agent: str) -> Review:
+    """Light: the agent's recent recalls, facts and diary excerpts, each excerpt distilled
+    into one line; REM: the words they keep coming back to; deep: what passes the gates."""
     s = ctx.settings.promote
     now = ctx.now()
+    out = Review()
     done = set((ctx.memory.store.kv_get(promoted_key(agent)) or {}).keys())
-    recalls = [r for r in summaries(ctx.memory.store, agent) if r.count >= s.min_recall_count]
-    records = {r.id: r for r in ctx.memory.store.get_many([r.memory_id for r in recalls])}
-    out: list[Candidate] = []
-    for recall in recalls:
+    recent = [r for r in summaries(ctx.memory.store, agent) if _age_days(r, now) <= s.max_age_days]
+    records = {r.id: r for r in ctx.memory.store.get_many([r.memory_id for r in recent])}
+    words: Counter[str] = Counter()
+    word_days: dict[str, set[str]] = {}
+    for recall in recent:
         record = records.get(recall.memory_id)
-        if record is None or record.state != State.ACTIVE or record.origin == Origin.CHUNK:
+        if record is None or record.state != State.ACTIVE:
             continue
         if record.user_id != ctx.user_id:
             continue  # MEMORY.md is the workspace owner's: another user's memory never goes in
-        if record.metadata.get("source") == "MEMORY.md" or "\n" in record.text.strip():
+        out.recalled += 1
+        text, source = record.text.strip(), None
+        if record.origin == Origin.CHUNK:
+            if not is_diary_chunk(record) or record.source is None:
+                continue
+            out.excerpts += 1
+            text = _distil(ctx, record.text, now)
+            source = f"{record.source.path}#L{record.source.start_line}-L{record.source.end_line}"
+        for word in concepts(text):
+            words[word] += recall.count
+            word_days.setdefault(word, set()).update(recall.days)
+        if not text or record.metadata.get("source") == "MEMORY.md" or "\n" in text:
             continue
-        if len(record.text) > MAX_LINE_CHARS or _norm(record.text) in done:
+        if len(text) > MAX_LINE_CHARS or _norm(text) in done:
             continue
-        if len(set(recall.queries)) < s.min_unique_queries:
+        if recall.count < s.min_recall_count or len(set(recall.queries)) < s.min_unique_queries:
+            out.gated += 1
             continue
-        try:
-            last = datetime.fromisoformat(recall.last)
-        except ValueError:
-            continue
-        if (now - last).days > s.max_age_days:
-            continue
-        parts = signals(recall, record.text, now, s)
+        parts = signals(recall, text, now, s)
         total = score(parts, s.weights)
         if total >= s.min_score:
-            out.append(Candidate(record.id, record.text.strip(), total, parts, recall))
-    out.sort(key=lambda c: (-c.score, c.memory_id))
+            out.candidates.append(Candidate(record.id, text, total, parts, recall, source))
+        elif out.best_below is None or total > out.best_below:
+            out.best_below = total
+    out.candidates.sort(key=lambda c: (-c.score, c.memory_id))
+    out.themes = [
+        (w, n, len(word_days[w])) for w, n in sorted(words.items(), key=lambda t: (-t[1], t[0]))
+    ][:THEMES]
     return out
+
+
+def _age_days(recall: Recall, now: datetime) -> float:
+    """Whole days since the last recall (inf when the stamp does not parse)."""
+    try:
+        return (now - datetime.fromisoformat(recall.last)).days
+    except ValueError:
+        return float("inf")
+
+
+def _distil(ctx: PipelineContext, excerpt: str, now: datetime) -> str:
+    """The line a recalled diary excerpt stands for: of the facts the extractor finds in
+    it (the LLM when configured, the offline extractor otherwise), the richest one."""
+    facts = [f.strip() for f in ctx.memory.extractor.extract(plain_text(excerpt), None, now.date())]
+    facts = [f for f in facts if f and "\n" not in f and len(f) <= MAX_LINE_CHARS]
+    if not facts:
+        return ""
+    return max(facts, key=lambda f: (len(concepts(f)), -len(f)))
 
 
 def promote_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     result = RunResult()
+    seen = review(ctx, ws.agent_id)
+    promoted = _promote(ctx, ws, seen.candidates, result)
+    if seen.recalled and ctx.settings.promote.dreams_report and not ctx.dry_run:
+        append_section(ws.dreams_file, render_review(ctx, seen, promoted), header=HEADER)
+    return result
+
+
+def _promote(
+    ctx: PipelineContext, ws: Workspace, found: list[Candidate], result: RunResult
+) -> list[Candidate]:
+    """Write the best of ``found`` into MEMORY.md's block; returns what went in."""
     s = ctx.settings.promote
-    found = candidates(ctx, ws.agent_id)
     if not found:
-        return result
+        return []
     path = ws.memory_file
     for _attempt in range(3):
         before = _stat(path)
@@ -218,23 +284,23 @@ def promote_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
         fresh = distinct(found, present)[: s.limit]
         if not fresh:
             result.count("already_present", len(found))
-            return result
+            return []
         new_content, added, dropped = with_promotions(content, [c.text for c in fresh], s.max_lines)
         if ctx.dry_run:
             for c in fresh[:added]:
                 result.note(f"{ws.agent_id}: would promote ({c.score:.2f}) {c.text[:100]!r}")
             result.count("promoted", added)
-            return result
+            return []
         if added == 0:
             result.note(f"{ws.agent_id}: MEMORY.md is at {s.max_lines} lines; nothing promoted")
-            return result
+            return []
         if _stat(path) != before:
             continue  # edited while we were deciding: read it again
         _replace(path, new_content)
         break
     else:
         result.error(f"{ws.agent_id}: MEMORY.md kept changing; promotion skipped this time")
-        return result
+        return []
     stamp = ctx.now().isoformat()
     with ctx.memory.store.atomic():
         done = dict(ctx.memory.store.kv_get(promoted_key(ws.agent_id)) or {})
@@ -245,7 +311,40 @@ def promote_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     result.count("dropped_old_promotions", dropped)
     for c in fresh[:added]:
         result.note(f"{ws.agent_id}: promoted ({c.score:.2f}) {c.text[:100]}")
-    return result
+    return fresh[:added]
+
+
+def why(c: Candidate) -> str:
+    """Why a line was promoted, in the signals' own terms."""
+    r = c.recall
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in c.signals.items())
+    said = f"; from `{c.source}`" if c.source else ""
+    return (
+        f"score {c.score:.2f} ({parts}): recalled {r.count} times for {len(set(r.queries))}"
+        f" questions on {len(r.days)} days, last {r.last[:10]}{said}"
+    )
+
+
+def render_review(ctx: PipelineContext, seen: Review, promoted: list[Candidate]) -> str:
+    """The DREAMS.md section of one agent's promotion run: light, REM and deep phases."""
+    when = ctx.now().astimezone(UTC)
+    s = ctx.settings.promote
+    lines = [f"## Dreaming · {when:%Y-%m-%d %H:%M} UTC · {ctx.run_id}", ""]
+    lines.append(
+        f"- Light · {seen.recalled} memories recalled in the last {s.max_age_days} days"
+        f" ({seen.excerpts} diary excerpts, each distilled into one line);"
+        f" {seen.gated} not recalled often or widely enough yet"
+    )
+    if seen.themes:
+        themes = ", ".join(f"{w} ({n}x, {d} days)" for w, n, d in seen.themes)
+        lines.append(f"- REM · recurring themes: {themes}")
+    if promoted:
+        lines.append(f"- Deep · promoted to MEMORY.md: {len(promoted)}")
+        lines += [f"  - {c.text} — {why(c)}" for c in promoted]
+    else:
+        best = f"; best score {seen.best_below:.2f}" if seen.best_below is not None else ""
+        lines.append(f"- Deep · nothing promoted (gate: score >= {s.min_score:.2f}{best})")
+    return "\n".join(lines) + "\n"
 
 
 def distinct(found: list[Candidate], present: list[str]) -> list[Candidate]:
