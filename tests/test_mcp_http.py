@@ -22,6 +22,7 @@ WRITE_TOOLS = {
     "memory_flush",
     "memory_session_end",
     "memory_rem_backfill",
+    "memory_commitments",
 }
 
 

@@ -24,6 +24,9 @@ from memoryd.settings import Settings
 console = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
 err = Console(stderr=True, soft_wrap=True)
 dream_app = typer.Typer(help="The nightly dream: undo a run.", no_args_is_help=True)
+commitments_app = typer.Typer(
+    help="Inferred follow-ups (opt-in: commitments.enabled).", no_args_is_help=True
+)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
 
@@ -34,6 +37,7 @@ def register(app: typer.Typer) -> None:
     app.command("pipelines")(pipelines_command)
     app.command("rem-backfill")(rem_backfill_command)
     app.add_typer(dream_app, name="dream")
+    app.add_typer(commitments_app, name="commitments")
 
 
 @contextmanager
@@ -149,6 +153,67 @@ def rem_backfill_command(
         console.print(
             f"review: {ws.dreams_file} · undo: memoryd rem-backfill -a {agent} --rollback"
         )
+
+
+AgentReq = Annotated[str, typer.Option("--agent", "-a", help="agent id")]
+
+
+def _print_commitments(items: list[Any], as_json: bool, empty: str) -> None:
+    if as_json:
+        _print_json([c.to_json() for c in items])
+        return
+    if not items:
+        console.print(empty)
+    for c in items:
+        console.print(
+            f"{c.id}  {c.status:<9} due {c.due[:16]}  [{c.channel}]  {c.text}  ({c.source})",
+            markup=False,
+            highlight=False,
+        )
+
+
+@commitments_app.command("due")
+def commitments_due_command(
+    agent: AgentReq,
+    channel: Annotated[str | None, typer.Option("--channel", help="only this channel")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What is due now (a heartbeat): printed, and marked delivered."""
+    from memoryd.pipelines import commitments
+
+    with _memory() as mem:
+        items = commitments.due(mem, agent, channel)
+    _print_commitments(items, as_json, "nothing due")
+
+
+@commitments_app.command("list")
+def commitments_list_command(
+    agent: AgentReq,
+    status: Annotated[
+        str | None, typer.Option("--status", help="pending, delivered, done or expired")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every commitment of the agent, by due time."""
+    from memoryd.pipelines import commitments
+
+    with _memory() as mem:
+        items = commitments.listing(mem, agent, status)
+    _print_commitments(items, as_json, "no commitments")
+
+
+@commitments_app.command("done")
+def commitments_done_command(
+    agent: AgentReq,
+    commitment_id: Annotated[str, typer.Argument(help="the id from `commitments list`")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Close one commitment."""
+    from memoryd.pipelines import commitments
+
+    with _memory() as mem:
+        item = commitments.close(mem, agent, commitment_id)
+    _print_commitments([item], as_json, "")
 
 
 def pipelines_command(

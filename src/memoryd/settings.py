@@ -439,6 +439,16 @@ class DreamSettings(BaseModel):
     report: bool = True  # append a report to the agent's DREAMS.md
 
 
+class CommitmentSettings(BaseModel):
+    """Inferred follow-ups (seed 002's commitments), owned by pipelines/commitments.py."""
+
+    enabled: bool = False  # opt-in, as in OpenClaw
+    max_per_day: int = Field(default=3, ge=1)  # inferred per agent and diary day
+    expire_after_hours: float = Field(default=48.0, gt=0)  # due and never closed: expired
+    lookback_days: int = Field(default=2, ge=1, le=14)  # diary days each pass reads
+    use_llm: bool = True  # infer with the configured LLM when there is one
+
+
 class PromoteSettings(BaseModel):
     """Promotion of often-recalled memories into MEMORY.md (OpenClaw's deep dreaming)."""
 
@@ -490,6 +500,7 @@ class Settings(BaseSettings):
     digest: DigestSettings = Field(default_factory=DigestSettings)
     dream: DreamSettings = Field(default_factory=DreamSettings)
     promote: PromoteSettings = Field(default_factory=PromoteSettings)
+    commitments: CommitmentSettings = Field(default_factory=CommitmentSettings)
 
     @field_validator("home", mode="after")
     @classmethod

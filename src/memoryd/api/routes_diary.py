@@ -34,6 +34,11 @@ class DiaryMessage(BaseModel):
 class DiaryRequest(BaseModel):
     agent_id: str = Field(description="the agent whose workspace diary gets the turn")
     session_id: str | None = Field(default=None, description="shown in the section heading")
+    channel: str | None = Field(
+        default=None,
+        description="where the turn happened (telegram, slack, ...): in the heading, and the "
+        "channel an inferred commitment is delivered to",
+    )
     turn_id: str | None = Field(
         default=None, description="idempotency key: a repeated turn id is not written twice"
     )
@@ -67,6 +72,7 @@ async def post_diary(
         mem,
         agent_id=body.agent_id,
         session_id=body.session_id,
+        channel=body.channel,
         turn_id=body.turn_id,
         messages=[m.model_dump() for m in body.messages],
         at=parse_time(body.timestamp, "timestamp"),

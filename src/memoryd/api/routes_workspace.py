@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memoryd.api.auth import Principal, principal
 from memoryd.core import Memory
-from memoryd.pipelines import backfill
+from memoryd.pipelines import backfill, commitments
 from memoryd.workspace import Workspace, known_agents, resolve_workspace
 from memoryd.workspace.context import build_context
 from memoryd.workspace.files import memory_get
@@ -199,6 +199,55 @@ async def rem_backfill(
         return backfill.backfill(
             mem, ws, path=body.path, stage_short_term=body.stage_short_term, dry_run=body.dry_run
         ).to_json()
+
+    return await run_in_threadpool(run)
+
+
+@router.get("/commitments/due")
+async def commitments_due(
+    request: Request,
+    agent_id: str,
+    channel: str | None = None,
+    p: Principal = Depends(principal),
+) -> dict[str, Any]:
+    """The agent's inferred follow-ups that are due now (in ``channel``), marked delivered:
+    call it from the agent's heartbeat."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        _workspace(mem, p, agent_id)
+        return {"results": [c.to_json() for c in commitments.due(mem, agent_id, channel)]}
+
+    return await run_in_threadpool(run)
+
+
+@router.get("/commitments")
+async def commitments_list(
+    request: Request,
+    agent_id: str,
+    status: str | None = None,
+    p: Principal = Depends(principal),
+) -> dict[str, Any]:
+    """Every commitment of the agent (pending, delivered, done, expired), by due time."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        _workspace(mem, p, agent_id)
+        return {"results": [c.to_json() for c in commitments.listing(mem, agent_id, status)]}
+
+    return await run_in_threadpool(run)
+
+
+@router.post("/commitments/{commitment_id}/done")
+async def commitment_done(
+    request: Request, commitment_id: str, agent_id: str, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Close a delivered (or pending) commitment."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        _workspace(mem, p, agent_id)
+        return commitments.close(mem, agent_id, commitment_id).to_json()
 
     return await run_in_threadpool(run)
 

@@ -69,6 +69,7 @@ def build_server(memory: Memory, scope_of: Callable[[Context], Scope]) -> MCPSer
         (tools.memory_flush, _WRITE),
         (tools.memory_session_end, _WRITE),
         (tools.memory_rem_backfill, _WRITE),
+        (tools.memory_commitments, _WRITE),
         (tools.memory_update, _WRITE),
         (tools.memory_delete, _DESTRUCTIVE),
     ):

@@ -23,7 +23,7 @@ from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, MemorydError, NotFoundError, PermissionDeniedError
 from memoryd.mcp.scope import Scope
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
-from memoryd.pipelines import backfill
+from memoryd.pipelines import backfill, commitments
 from memoryd.search.tiers import SHARED, memory_type
 from memoryd.workspace.context import build_context
 from memoryd.workspace.files import memory_get as read_lines
@@ -391,6 +391,40 @@ class MemoryTools:
             self.memory, ws, path=path, stage_short_term=stage_short_term, dry_run=dry_run
         )
         return report.to_json()
+
+    @tool_errors
+    def memory_commitments(
+        self,
+        ctx: Context,
+        action: Annotated[
+            Literal["due", "list", "done"],
+            Field(
+                description="due: what to bring up now (marked delivered); list; done: close one"
+            ),
+        ] = "due",
+        commitment_id: Annotated[
+            str | None, Field(description="for done: the commitment's id")
+        ] = None,
+        channel: Annotated[
+            str | None, Field(description="for due: only this channel (telegram, slack, ...)")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Follow-ups memoryd inferred from your diary (an interview tomorrow, a trip next
+        week) when commitments are on. On each heartbeat call it with action "due": check
+        in with the user about each result, then call it with action "done" and its id.
+        Never put these in MEMORY.md; they are short-lived."""
+        scope = self._begin(ctx, "memory_commitments")
+        agent = self._workspace(scope).agent_id
+        if action == "done":
+            if not commitment_id:
+                raise InvalidInputError("done needs a commitment_id", "pass the id from due/list")
+            return {"result": commitments.close(self.memory, agent, commitment_id).to_json()}
+        items = (
+            commitments.due(self.memory, agent, channel)
+            if action == "due"
+            else commitments.listing(self.memory, agent)
+        )
+        return {"results": [c.to_json() for c in items]}
 
     @tool_errors
     def memory_update(

@@ -208,10 +208,17 @@ def _speaker_name(value: Any) -> str | None:
     return name.rstrip(":") or None
 
 
-def render_section(when: datetime, session_id: str | None, messages: Sequence[Message]) -> str:
-    """``## HH:MM`` and one list item per message, ``- **speaker**: text`` (the name
-    when the message has one, else the role); continuation lines indented."""
+def render_section(
+    when: datetime,
+    session_id: str | None,
+    messages: Sequence[Message],
+    channel: str | None = None,
+) -> str:
+    """``## HH:MM`` (`` · session ID``, `` · channel NAME``) and one list item per message,
+    ``- **speaker**: text`` (the name when the message has one, else the role);
+    continuation lines indented."""
     title = f"## {when:%H:%M}" + (f" · session {session_id}" if session_id else "")
+    title += f" · channel {channel}" if channel else ""
     items = []
     for m in messages:
         lines = m.text.split("\n")
@@ -305,6 +312,7 @@ def capture(
     turn_id: str | None = None,
     workspace: Path | None = None,
     at: datetime | None = None,
+    channel: str | None = None,
 ) -> DiaryResult:
     """Append one finished turn to the agent's diary for today (``memory.clock``), or
     for the day of ``at`` when the turn is replayed from an older transcript.
@@ -318,6 +326,8 @@ def capture(
         check_id(session_id, "session_id", limits)
     if turn_id is not None:
         check_id(turn_id, "turn_id", limits)
+    if channel is not None:
+        check_id(channel, "channel", limits)
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise InvalidInputError(
             "messages must be a list", 'send "messages": [{"role": ..., "content": ...}, ...]'
@@ -345,7 +355,7 @@ def capture(
         result.reason = "noise"
         return result
     seen_key = f"diary:turns:{agent_id}:{result.date}"
-    section = render_section(now, session_id, kept)
+    section = render_section(now, session_id, kept, channel)
     with LockedDiary(path, header=f"# {result.date}") as diary:
         seen: list[str] = list(memory.store.kv_get(seen_key) or []) if turn_id else []
         if turn_id is not None and turn_id in seen:

@@ -79,6 +79,7 @@ BUILTIN_MODULES = (
     "memoryd.pipelines.promote",
     "memoryd.pipelines.decay",
     "memoryd.pipelines.structured",
+    "memoryd.pipelines.commitments",
     "memoryd.pipelines.lessons",
 )
 

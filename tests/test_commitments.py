@@ -1,0 +1,229 @@
+"""Inferred commitments (pipelines/commitments.py): dated intentions in the diary become
+follow-ups, delivered when due through a heartbeat, closed or expired; opt-in, per
+agent and channel, never in MEMORY.md. Real diary files, the real store; the LLM is
+the fake OpenAI server (tests/fake_llm.py); CLI, HTTP and MCP each once."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from memoryd.api.app import create_app
+from memoryd.cli import app as cli_app
+from memoryd.core import Memory
+from memoryd.embed import Embedder
+from memoryd.errors import InvalidInputError, NotFoundError
+from memoryd.pipelines import commitments
+from memoryd.pipelines.diary import capture
+from memoryd.pipelines.runs import run_pipeline
+from memoryd.settings import Settings
+from tests.fake_llm import FakeLLM
+from tests.mcp_client import McpSession
+from tests.pipelines_kit import FixedClock, pipeline_settings, workspace
+
+DAY = date(2026, 3, 10)  # a Tuesday
+AT = time(9, 0)
+
+
+def test_dated_intentions_are_found_with_their_due_times() -> None:
+    found = commitments.detect(
+        "user: I have an interview tomorrow at the bank.\n"
+        "user: Remind me on Friday to call the landlord.\n"
+        "user: I'll send the report in 3 days.\n"
+        "user: The demo is on 2026-03-20.\n"
+        "user: I like tea. Some day I will learn the piano.\n"
+        "user: Tomorrow is sunny.",
+        DAY,
+        AT,
+        UTC,
+    )
+    due = {text: when for text, when in found}
+    assert due == {
+        "Follow up: I have an interview tomorrow at the bank.": datetime(
+            2026, 3, 11, 18, 0, tzinfo=UTC
+        ),
+        "Follow up: Remind me on Friday to call the landlord.": datetime(
+            2026, 3, 13, 18, 0, tzinfo=UTC
+        ),
+        "Follow up: I'll send the report in 3 days.": datetime(2026, 3, 13, 9, 0, tzinfo=UTC),
+        "Follow up: The demo is on 2026-03-20.": datetime(2026, 3, 20, 18, 0, tzinfo=UTC),
+    }  # undated wishes and dated small talk are not commitments
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock("2026-03-10T09:30:00+00:00")
+
+
+def make_settings(tmp_path: Path, **commit: Any) -> Settings:
+    settings = pipeline_settings(tmp_path, commitments={"enabled": True, **commit})
+    for agent in ("dev", "ops"):
+        workspace(settings, agent)
+    return settings
+
+
+@pytest.fixture
+def mem(tmp_path: Path, embedder: Embedder, clock: FixedClock) -> Iterator[Memory]:
+    m = Memory(make_settings(tmp_path), embedder=embedder, clock=clock)
+    yield m
+    m.close()
+
+
+def say(mem: Memory, agent: str, text: str, channel: str | None = None) -> None:
+    result = capture(
+        mem,
+        agent_id=agent,
+        channel=channel,
+        messages=[{"role": "user", "content": text}, {"role": "assistant", "content": "Ok!"}],
+    )
+    assert result.written, result
+
+
+def test_off_by_default(tmp_path: Path, embedder: Embedder, clock: FixedClock) -> None:
+    settings = pipeline_settings(tmp_path)
+    workspace(settings, "dev")
+    with Memory(settings, embedder=embedder, clock=clock) as m:
+        say(m, "dev", "I have an interview tomorrow, wish me luck.")
+        record = run_pipeline(m, "commitments")
+        assert any("commitments are off" in n for n in record.notes)
+        assert commitments.listing(m, "dev") == []
+
+
+def test_inferred_once_delivered_when_due_then_closed_or_expired(
+    mem: Memory, clock: FixedClock
+) -> None:
+    say(mem, "dev", "I have an interview tomorrow, wish me luck.", channel="telegram")
+    say(mem, "dev", "Remind me on Friday to renew the domain.", channel="slack")
+    say(mem, "ops", "The backup restore drill is next week, I have a meeting about it.")
+    run_pipeline(mem, "commitments")
+    run_pipeline(mem, "commitments")  # again: the same ones, nothing twice
+    dev = commitments.listing(mem, "dev")
+    assert [(c.channel, c.status) for c in dev] == [("telegram", "pending"), ("slack", "pending")]
+    assert dev[0].source.startswith("memory/2026-03-10.md#L")
+    assert [c.agent for c in commitments.listing(mem, "ops")] == ["ops"]  # agents apart
+
+    assert commitments.due(mem, "dev") == []  # nothing due yet
+    clock.now = datetime(2026, 3, 11, 19, 0, tzinfo=UTC)
+    assert commitments.due(mem, "dev", "slack") == []  # the interview's channel is telegram
+    (delivered,) = commitments.due(mem, "dev", "telegram")
+    assert "interview" in delivered.text and delivered.status == "delivered"
+    assert commitments.due(mem, "dev") == []  # delivered once
+    assert commitments.close(mem, "dev", delivered.id).status == "done"
+    with pytest.raises(NotFoundError):
+        commitments.close(mem, "dev", "nope")
+    with pytest.raises(InvalidInputError):
+        commitments.due(mem, "dev", "bad channel\n")
+
+    clock.now = datetime(2026, 3, 13, 18, 0, tzinfo=UTC) + timedelta(hours=49)
+    assert commitments.due(mem, "dev") == []  # the Friday one was never collected ...
+    assert [c.status for c in commitments.listing(mem, "dev")] == ["done", "expired"]
+
+    # errands, not knowledge: nowhere in MEMORY.md, search or promotion
+    run_pipeline(mem, "sync")
+    run_pipeline(mem, "promote")
+    memory_md = mem.settings.home / "workspaces" / "dev" / "MEMORY.md"
+    assert not memory_md.exists() or "interview" not in memory_md.read_text()
+    hits = mem.search("Follow up interview", user_id=mem.settings.workspace.user_id)
+    assert not any(h.text.startswith("Follow up:") for h in hits)
+
+
+def test_at_most_max_per_day(tmp_path: Path, embedder: Embedder, clock: FixedClock) -> None:
+    with Memory(make_settings(tmp_path, max_per_day=2), embedder=embedder, clock=clock) as m:
+        for n, event in enumerate(("exam", "dentist appointment", "flight", "presentation")):
+            say(m, "dev", f"I have a {event} tomorrow, number {n}.")
+        record = run_pipeline(m, "commitments")
+        assert record.counts["added"] == 2 and record.counts["over_daily_cap"] == 2
+        assert len(commitments.listing(m, "dev")) == 2
+
+
+def test_the_llm_infers_and_a_bad_answer_falls_back_to_the_rules(
+    tmp_path: Path, embedder: Embedder, clock: FixedClock
+) -> None:
+    settings = make_settings(tmp_path)
+    with FakeLLM() as fake:
+        settings.llm.provider = "openai"
+        settings.llm.openai.base_url = fake.url
+        with Memory(settings, embedder=embedder, clock=clock) as m:
+            say(m, "dev", "My sister lands on Thursday evening, I'm picking her up.")
+            say(m, "dev", "I have a dentist appointment tomorrow.")
+            fake.script(
+                json.dumps(
+                    {
+                        "commitments": [
+                            {"text": "Ask how the pickup went", "due": "2026-03-12T21:00"}
+                        ]
+                    }
+                ),
+                "this is not JSON",
+            )
+            record = run_pipeline(m, "commitments")
+            assert record.counts["llm_fallbacks"] == 1
+            texts = [c.text for c in commitments.listing(m, "dev")]
+            assert (
+                texts
+                == [
+                    "Follow up: I have a dentist appointment tomorrow.",  # the rules, after the bad answer
+                    "Ask how the pickup went",
+                ]
+            )
+            assert "Said on 2026-03-10" in json.dumps(fake.requests[0])
+
+
+def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) -> None:
+    # the faces run on the real clock: these March commitments must not have expired
+    settings = make_settings(tmp_path, expire_after_hours=1e6)
+    past = FixedClock("2026-03-10T09:30:00+00:00")
+    with Memory(settings, embedder=embedder, clock=past) as m:
+        say(m, "dev", "I have an interview tomorrow.", channel="telegram")
+        say(m, "dev", "The launch is in 2 days, remind me.")
+        run_pipeline(m, "commitments")  # both are long due by the real clock
+    env = {
+        "MEMORYD_HOME": str(tmp_path),
+        "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(tmp_path / "no-openclaw"),
+        "MEMORYD_WORKSPACE__WATCH": "false",
+        "MEMORYD_PIPELINES__SCHEDULER": "false",
+        "MEMORYD_MCP__AGENT_ID": "dev",
+        "MEMORYD_COMMITMENTS__ENABLED": "true",
+        "MEMORYD_COMMITMENTS__EXPIRE_AFTER_HOURS": "1000000",
+        "MEMORYD_CONFIG": "",
+        "HOME": str(tmp_path / "userhome"),
+    }
+    out = CliRunner().invoke(cli_app, ["commitments", "list", "-a", "dev", "--json"], env=env)
+    assert out.exit_code == 0, out.output
+    assert [c["status"] for c in json.loads(out.output)] == ["pending", "pending"]
+    m = Memory(settings, embedder=embedder)
+    try:
+        with live_server(create_app(memory=m)) as server:
+            due = httpx.get(
+                f"{server.url}/v1/commitments/due",
+                params={"agent_id": "dev", "channel": "telegram"},
+            )
+            assert due.status_code == 200, due.text
+            (one,) = due.json()["results"]
+            done = httpx.post(
+                f"{server.url}/v1/commitments/{one['id']}/done", params={"agent_id": "dev"}
+            )
+            assert done.json()["status"] == "done"
+            missing = httpx.post(
+                f"{server.url}/v1/commitments/zzz/done", params={"agent_id": "dev"}
+            )
+            assert missing.status_code == 404 and "commitments list" in missing.text
+    finally:
+        m.close()
+    memoryd = str(Path(sys.executable).with_name("memoryd"))
+    with McpSession.stdio(memoryd, ["mcp"], env) as mcp:
+        (left,) = mcp.call("memory_commitments", action="due")["results"]
+        assert "launch" in left["text"]
+        assert mcp.call("memory_commitments", action="due")["results"] == []
+        closed = mcp.call("memory_commitments", action="done", commitment_id=left["id"])
+        assert closed["result"]["status"] == "done"
+    out = CliRunner().invoke(cli_app, ["commitments", "due", "-a", "dev"], env=env)
+    assert out.exit_code == 0 and "nothing due" in out.output
