@@ -88,6 +88,9 @@ export function diaryRequest(event, ctx, config) {
     turn_id: safeId(event?.runId ?? ctx?.runId),
     messages,
   };
+  // where the turn happened (telegram, slack, ...): inferred commitments go back there
+  const channel = safeId(ctx?.messageProvider ?? ctx?.channelId);
+  if (channel) body.channel = channel;
   if (config.userId) body.user_id = config.userId;
   return body;
 }

@@ -110,6 +110,9 @@ describe("pure parts", () => {
     assert.equal(body.turn_id, "run-7");
     assert.equal(body.session_id, "agent:main:main");
     assert.equal(body.user_id, "boss");
+    assert.equal(body.channel, undefined);
+    const fromTelegram = diaryRequest(session("r"), { agentId: "main", messageProvider: "telegram" }, {});
+    assert.equal(fromTelegram.channel, "telegram"); // commitments are delivered back there
   });
 });
 
