@@ -17,6 +17,9 @@ from memoryd.settings import EmbedSettings, Settings
 from memoryd.store import Store, open_store
 
 FULL = os.environ.get("MEMORYD_FULL") == "1"
+# One cache of the optimised ONNX graph (embed/onnx.py) for the whole run, also for the
+# subprocesses tests start with a HOME of their own (they pass this variable on).
+os.environ.setdefault("XDG_CACHE_HOME", str(Path.home() / ".cache"))
 
 
 @pytest.fixture(scope="session")

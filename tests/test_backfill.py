@@ -5,6 +5,7 @@ the byte. Real files, the real SQLite store, the real model; CLI, HTTP and MCP."
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -178,6 +179,7 @@ def test_cli_http_and_mcp_run_the_same_backfill(
         "MEMORYD_MCP__AGENT_ID": AGENT,
         "MEMORYD_CONFIG": "",
         "HOME": str(tmp_path / "userhome"),
+        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
     }
     runner = CliRunner()
     out = runner.invoke(

@@ -6,6 +6,7 @@ the fake OpenAI server (tests/fake_llm.py); CLI, HTTP and MCP each once."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
@@ -195,6 +196,7 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
         "MEMORYD_COMMITMENTS__EXPIRE_AFTER_HOURS": "1000000",
         "MEMORYD_CONFIG": "",
         "HOME": str(tmp_path / "userhome"),
+        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
     }
     out = CliRunner().invoke(cli_app, ["commitments", "list", "-a", "dev", "--json"], env=env)
     assert out.exit_code == 0, out.output

@@ -3,15 +3,19 @@ and with a model run we can hold still to see who goes next."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from memoryd.embed import Embedder
 from memoryd.embed.coalesce import Coalescer
+from memoryd.embed.onnx import OnnxEmbedder
+from memoryd.settings import OnnxEmbedSettings
 
 
 def _code(text: str) -> np.ndarray:
@@ -104,3 +108,32 @@ def test_the_real_model_gives_each_caller_its_own_vectors_under_concurrency(
         mixed = list(pool.map(embedder.embed, [texts[i : i + 5] for i in range(0, 48, 5)]))
     assert np.allclose(np.stack(together), alone, atol=1e-5)
     assert np.allclose(np.concatenate(mixed), alone, atol=1e-5)
+
+
+def test_the_optimised_graph_is_cached_and_a_damaged_cache_is_rebuilt(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    embedder: Embedder,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Opening the model saves its optimised graph once (embed/onnx.py); the next
+    process loads that instead of optimising again, with the same vectors, and a
+    damaged or unwritable cache costs time, never an error."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    texts = ["the staging database runs on port 5433", "Mira prefers tea"]
+    first = OnnxEmbedder(OnnxEmbedSettings())
+    (cached,) = (tmp_path / "cache" / "memoryd" / "onnx").glob("*.onnx")
+    size = cached.stat().st_size
+    again = OnnxEmbedder(OnnxEmbedSettings())  # from the cached graph
+    assert np.allclose(again.embed(texts), embedder.embed(texts), atol=1e-5)
+    assert np.allclose(first.embed(texts), again.embed(texts), atol=1e-6)
+    cached.write_bytes(b"not an onnx graph")
+    with caplog.at_level(logging.WARNING, logger="memoryd.embed.onnx"):
+        repaired = OnnxEmbedder(OnnxEmbedSettings())
+    assert "ignoring the cached ONNX graph" in caplog.text
+    assert np.allclose(repaired.embed(texts), again.embed(texts), atol=1e-6)
+    assert cached.stat().st_size == size  # rebuilt
+    monkeypatch.setenv("XDG_CACHE_HOME", "/proc/no-such-place")  # cannot be written
+    assert np.allclose(
+        OnnxEmbedder(OnnxEmbedSettings()).embed(texts), again.embed(texts), atol=1e-6
+    )

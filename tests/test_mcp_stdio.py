@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,7 +15,12 @@ MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 
 
 def stdio(home: Path, *args: str) -> McpSession:
-    env = {"MEMORYD_HOME": str(home), "HOME": str(home / "userhome"), "MEMORYD_CONFIG": ""}
+    env = {
+        "MEMORYD_HOME": str(home),
+        "HOME": str(home / "userhome"),
+        "MEMORYD_CONFIG": "",
+        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
+    }
     return McpSession.stdio(MEMORYD, ["mcp", *args], env)
 
 

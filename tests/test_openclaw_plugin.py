@@ -39,6 +39,7 @@ def memoryd_serve(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(userhome),
+        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
         "MEMORYD_HOME": str(tmp_path / "memoryd"),
         "MEMORYD_AUTH__KEYS": json.dumps(
             [{"name": "openclaw-main", "key": "k-main", "users": ["default"], "agents": ["main"]}]

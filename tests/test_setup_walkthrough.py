@@ -67,6 +67,7 @@ def machine(tmp_path: Path) -> Iterator[dict[str, object]]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
+        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
         "MEMORYD_HOME": str(tmp_path / "memoryd"),
     }
     port = free_port()

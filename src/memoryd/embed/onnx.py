@@ -9,10 +9,13 @@ ships with memoryd (``embed/minilm/tokenizer.json``, Apache-2.0; see NOTICE), so
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +25,7 @@ from memoryd.errors import DependencyMissingError, StoreError
 from memoryd.settings import EmbedSettings, OnnxEmbedSettings
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+log = logging.getLogger(__name__)
 
 
 def _package_dir(module: str) -> Path | None:
@@ -61,7 +65,6 @@ class OnnxEmbedder:
     """Batched, length-sorted inference; mean or CLS pooling; L2-normalised."""
 
     def __init__(self, config: OnnxEmbedSettings) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         if config.model_dir is None:
@@ -79,14 +82,7 @@ class OnnxEmbedder:
         self._counter = Tokenizer.from_file(str(tok_path))  # no truncation: for sizing
         self._counter.no_truncation()
         self._counter.no_padding()
-        options = ort.SessionOptions()
-        threads = config.threads or min(4, os.cpu_count() or 1)
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(
-            str(onnx_path), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = _session(onnx_path, config.threads or min(4, os.cpu_count() or 1))
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._session.get_outputs()[0].shape[-1])
         # concurrent callers (HTTP requests, pipelines) share batches of the one session
@@ -130,6 +126,60 @@ class OnnxEmbedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return normalize(pooled)
+
+
+def _session(onnx_path: Path, threads: int) -> Any:
+    """An onnxruntime session for ``onnx_path``, built from a cached optimised copy.
+
+    Optimising the graph is most of what opening a model costs (the bundled
+    model's int8 weights are expanded and fused: ~0.8 s of every process start).
+    The first process saves the portable (``EXTENDED``) optimised graph under
+    ``$XDG_CACHE_HOME/memoryd/onnx/``, keyed by the model file and the
+    onnxruntime version; later ones load that (~0.3 s). A cache that cannot be
+    written or read is skipped, never an error."""
+    import onnxruntime as ort
+
+    def options(level: Any, save_to: Path | None = None) -> Any:
+        o = ort.SessionOptions()
+        o.intra_op_num_threads = threads
+        o.inter_op_num_threads = 1
+        o.graph_optimization_level = level
+        if save_to is not None:
+            o.optimized_model_filepath = str(save_to)
+        return o
+
+    providers = ["CPUExecutionProvider"]
+    best = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    cached = _cache_path(onnx_path, ort.__version__)
+    if cached is not None and cached.is_file():
+        try:
+            return ort.InferenceSession(str(cached), options(best), providers=providers)
+        except Exception as exc:  # a damaged cache: rebuild it
+            log.warning("ignoring the cached ONNX graph %s: %s", cached, exc)
+            cached.unlink(missing_ok=True)
+    if cached is not None:
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            extended = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+            ort.InferenceSession(str(onnx_path), options(extended, tmp), providers=providers)
+            os.replace(tmp, cached)
+            return ort.InferenceSession(str(cached), options(best), providers=providers)
+        except Exception as exc:  # read-only home, full disk: open the model as it is
+            log.debug("not caching the optimised ONNX graph (%s)", exc)
+            tmp.unlink(missing_ok=True)
+    return ort.InferenceSession(str(onnx_path), options(best), providers=providers)
+
+
+def _cache_path(onnx_path: Path, version: str) -> Path | None:
+    try:
+        st = onnx_path.stat()
+    except OSError:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    key = f"{onnx_path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{version}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return Path(base) / "memoryd" / "onnx" / f"{digest}.onnx"
 
 
 def _factory(settings: EmbedSettings) -> OnnxEmbedder:
