@@ -11,8 +11,8 @@ from typing import Any
 
 from memoryd.core import Memory
 from memoryd.models import Filters
-from memoryd.pipelines.diary import append_section
 from memoryd.settings import Settings
+from memoryd.workspace.files import append_section
 
 
 class FixedClock:

@@ -34,7 +34,8 @@ from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, PermissionDeniedError
 from memoryd.settings import DiarySettings
 from memoryd.validate import check_id
-from memoryd.workspace.layout import MEMORY_DIR, local_now, resolve_workspace
+from memoryd.workspace.files import LockedDiary
+from memoryd.workspace.layout import diary_path, local_now, resolve_workspace
 
 # Roles that carry conversation; everything else (tool results, system) is tool chatter.
 _CONVERSATION_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
@@ -228,63 +229,7 @@ def render_section(
     return title + "\n" + "\n".join(items) + "\n"
 
 
-# -- the atomic append ------------------------------------------------------------------
-class LockedDiary:
-    """A diary file held under an exclusive ``flock`` while a section is appended.
-
-    ``with LockedDiary(path) as diary: diary.append(text)``: each ``append`` is one
-    ``write`` followed by ``fsync``; everything done inside the block (checking
-    for a repeated turn, recording it) is serialised with every other writer.
-    """
-
-    def __init__(self, path: Path, *, header: str | None = None) -> None:
-        self.path = path
-        self.header = header
-        self._fd = -1
-
-    def __enter__(self) -> LockedDiary:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(self._fd)
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self._fd)
-
-    def append(self, section: str) -> int:
-        """Append ``section``; returns the bytes written.
-
-        A new (empty) file first gets ``header``; a blank line separates the new
-        section from what is there, even when the last line (an agent's
-        hand-written note) has no newline.
-        """
-        size = os.fstat(self._fd).st_size
-        if size == 0:
-            lead = f"{self.header}\n\n" if self.header else ""
-        else:
-            tail = os.pread(self._fd, 2, max(0, size - 2))
-            lead = "" if tail.endswith(b"\n\n") else ("\n" if tail.endswith(b"\n") else "\n\n")
-        data = (lead + section).encode("utf-8")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        os.fsync(self._fd)
-        return len(data)
-
-
-def append_section(path: Path, section: str, *, header: str | None = None) -> int:
-    """Append ``section`` to ``path`` as one locked write, then fsync."""
-    with LockedDiary(path, header=header) as diary:
-        return diary.append(section)
-
-
+# -- reading ------------------------------------------------------------------------
 def read_locked(path: Path) -> str:
     """The file's content read under a shared lock: never half a section."""
     try:
@@ -340,7 +285,7 @@ def capture(
         )
     now = local_now(memory.settings.workspace, (lambda: at) if at else memory.clock)
     root = workspace or resolve_workspace(memory.settings, agent_id, memory.store).root
-    path = root / MEMORY_DIR / f"{now:%Y-%m-%d}.md"
+    path = diary_path(root, now.date())
     _check_inside(root, path)
     result = DiaryResult(
         agent_id=agent_id,

@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from memoryd.audit import AuditLog
 from memoryd.core import Memory
 from memoryd.models import Event, MemoryEvent
-from memoryd.pipelines.diary import append_section
 from memoryd.pipelines.rollback import Undone
 from memoryd.settings import Settings
 from memoryd.workspace import Workspace, resolve_workspace
+from memoryd.workspace.files import append_section
 
 DECISIONS = (Event.ADD, Event.UPDATE, Event.DELETE, Event.NONE)
 

@@ -48,13 +48,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memoryd.models import Origin, State
-from memoryd.pipelines.diary import append_section
 from memoryd.pipelines.dreams_md import HEADER
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.pipelines.sections import plain_text
 from memoryd.recall import Recall, is_diary_chunk, summaries
 from memoryd.settings import PromoteSettings
 from memoryd.workspace import Workspace
+from memoryd.workspace.files import append_section
 
 BLOCK_TITLE = "## Promoted by memoryd"
 BLOCK_START = (

@@ -50,6 +50,12 @@ class FileKind:
         return datetime(self.day.year, self.day.month, self.day.day, tzinfo=UTC)
 
 
+def diary_path(root: Path, day: date) -> Path:
+    """Where the diary of ``day`` lives in the workspace at ``root``: the one place
+    that says so (diary capture, flush, digest, dream and commitments all ask here)."""
+    return root / MEMORY_DIR / f"{day.isoformat()}.md"
+
+
 def file_date(name: str) -> date | None:
     """The date a ``YYYY-MM-DD*.md`` file name carries, if it is a real date."""
     m = _DATED.match(name)
@@ -102,7 +108,7 @@ class Workspace:
         return self.root / DREAMS_FILE
 
     def diary_path(self, day: date) -> Path:
-        return self.memory_dir / f"{day.isoformat()}.md"
+        return diary_path(self.root, day)
 
     def extra_roots(self) -> list[Path]:
         """Configured extra paths, absolute (relative ones are inside the workspace)."""

@@ -25,7 +25,7 @@ from typing import Any
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, LimitExceededError, MemorydError
 from memoryd.llm import LLM
-from memoryd.workspace.files import append_atomic, create_exclusive
+from memoryd.workspace.files import append_section, create_exclusive
 from memoryd.workspace.indexer import index_workspace
 from memoryd.workspace.layout import Workspace, local_now
 
@@ -258,8 +258,8 @@ def flush(
             "flush the durable facts only, not the transcript",
         )
     bullets = "\n".join(n if n.startswith(("- ", "* ")) else f"- {n}" for n in cleaned)
-    append_atomic(
-        path, f"\n## {now:%H:%M} · flush\n{bullets}\n", header=f"# {now.date().isoformat()}"
+    append_section(
+        path, f"## {now:%H:%M} · flush\n{bullets}\n", header=f"# {now.date().isoformat()}"
     )
     report = index_workspace(memory, ws, paths=[path])
     return FlushResult(ws.rel(path), len(cleaned), report.chunks_written)
