@@ -25,17 +25,12 @@ import httpx
 
 from _common import loadavg, machine_info, percentile_ms
 from paths import Server
-from scale import TextGen
+from scale import batches
 
 
 def facts(n: int, seed: int) -> list[str]:
-    gen, out, seen = TextGen(seed), [], set()
-    while len(out) < n:
-        s = gen.sentence()
-        if s not in seen:
-            seen.add(s)
-            out.append(s)
-    return out
+    """``n`` distinct synthetic facts (scale.py's generator)."""
+    return next(batches(n, n, seed))[1]
 
 
 def run(server: Server, texts: list[str], clients: int) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from memoryd.atomic import replace_bytes
 from memoryd.errors import InvalidInputError, MemorydError
 from memoryd.settings import Settings
 from memoryd.validate import check_id
@@ -106,15 +107,8 @@ class ConfigChange:
 
     def write(self) -> None:
         """Replace the file atomically, keeping its permissions (``~/.claude.json`` is private)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.memoryd-setup.tmp")
-        mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o600
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(self.after)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        mode = None if self.path.exists() else 0o600
+        replace_bytes(self.path, self.after.encode("utf-8"), mode=mode)
 
 
 # -- Claude Code -------------------------------------------------------------------------

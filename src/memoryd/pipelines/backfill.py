@@ -25,15 +25,14 @@ skipped until its backfill is rolled back, so running twice adds nothing.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from memoryd.atomic import replace_bytes
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, PermissionDeniedError
 from memoryd.models import Event, Filters, Origin, Source
@@ -244,22 +243,6 @@ def backfill(
     return report
 
 
-def _write_replacing(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically, keeping its permissions."""
-    mode = path.stat().st_mode & 0o777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def rollback(
     memory: Memory, ws: Workspace, *, dreams: bool = True, short_term: bool = False
 ) -> RollbackReport:
@@ -307,4 +290,4 @@ def _remove_block(ws: Workspace, run: dict[str, Any], report: RollbackReport) ->
         path.unlink()
         report.dreams_file_removed = True
     else:
-        _write_replacing(path, rest)
+        replace_bytes(path, rest)

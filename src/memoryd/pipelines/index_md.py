@@ -13,12 +13,11 @@ the decay and lessons pipelines; :func:`write_index` is public for others.
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd.atomic import replace_bytes
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, State
 from memoryd.pipelines.registry import PipelineContext, RunResult
@@ -156,28 +155,5 @@ def refresh_indexes(ctx: PipelineContext, result: RunResult, agents: Iterable[st
 
 
 def replace_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the new one, whole.
-
-    The temporary file is hidden (dot-prefixed), so the workspace indexer and
-    watcher never index it.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        try:
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # the rename itself survives a power cut
-    finally:
-        os.close(dir_fd)
+    """Write ``data`` to ``path`` so readers see the old file or the new one, whole."""
+    replace_bytes(path, data)

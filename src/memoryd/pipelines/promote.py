@@ -39,14 +39,13 @@ nobody changed it since it was read.
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memoryd.atomic import replace_bytes
 from memoryd.models import Origin, State
 from memoryd.pipelines.dreams_md import HEADER
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
@@ -414,14 +413,4 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 
 def _replace(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".MEMORY.md.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_bytes(path, content.encode("utf-8"))

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from memoryd.atomic import replacing
 from memoryd.store.vectors import VectorIndex
 
 FORMAT = 1
@@ -51,16 +50,8 @@ def save(path: Path, index: VectorIndex, at: Position) -> None:
     meta, arrays = index.state()
     header = {"format": FORMAT, "seq": at.seq, "memory_id": at.memory_id, **meta}
     blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            np.savez(out, header=blob, **arrays)  # type: ignore[arg-type]
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replacing(path, mode=0o600) as out:  # memories' vectors: private like the store
+        np.savez(out, header=blob, **arrays)  # type: ignore[arg-type]
 
 
 def load(path: Path) -> tuple[VectorIndex, Position] | None:
