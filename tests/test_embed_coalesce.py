@@ -74,9 +74,9 @@ def test_a_short_call_never_waits_behind_a_bulk_one_for_more_than_a_batch() -> N
         model.release.set()
         assert query.result(10).shape == (1, 2)
         assert bulk.result(10).shape == (20, 2) and first.result(10).shape == (1, 2)
-    # the batch after the first one serves the query first, then fills up with bulk texts
-    assert model.batches[1][0] == "query" and len(model.batches[1]) == 4
-    assert all(len(b) <= 4 for b in model.batches)
+    # the batch after the running one is the query's, alone: not padded with bulk texts
+    assert model.batches[1] == ["query"]
+    assert all(len(b) <= 4 for b in model.batches) and len(model.batches) == 7
     assert sum(map(len, model.batches)) == 22
 
 

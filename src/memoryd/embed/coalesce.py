@@ -4,9 +4,9 @@ A model run costs a fixed overhead plus a little per text, so thirty requests
 that each embed one memory cost far more run one by one than as one batch.
 :class:`Coalescer` queues the texts of every caller; whichever caller finds
 the model idle runs the next batch for everybody, and each caller returns as
-soon as its own texts are done. A batch takes texts from the callers with the
-fewest texts left first, so a one-line search never waits behind a bulk import
-for more than one batch.
+soon as its own texts are done. Small calls (a search's query, one memory)
+waiting together share a batch of their own; a bulk import's texts go in
+batches without them, so a search waits for at most the batch already running.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+SMALL = 4  # texts left at most, for a call to count as small
 
 
 class _Job:
@@ -93,7 +95,11 @@ class Coalescer:
         """Up to ``batch_size`` texts, fewest-left callers first: (job, start, end) slices."""
         batch: list[tuple[_Job, int, int]] = []
         room = self._batch_size
-        for job in sorted(self._jobs, key=lambda j: j.left):
+        jobs = sorted(self._jobs, key=lambda j: j.left)
+        small = [j for j in jobs if j.left <= SMALL]
+        # small calls (a search, one memory) run together, never padded out with a bulk
+        # import's texts: what they wait for is the batch already running, no more
+        for job in small or jobs:
             if room == 0:
                 break
             end = job.next + min(room, job.left)
