@@ -965,15 +965,15 @@ class PostgresStore:
                     WHERE m.tsv @@ q.q {extra}
                 ), pop AS (
                     SELECT count(*) AS n FROM {self.t_memories} {where}
-                ), idf AS (
+                ), idf AS MATERIALIZED (  -- once: inlined per hit it made a query quadratic
                     SELECT w.tq, ln(1 + (pop.n - d.df + 0.5) / (d.df + 0.5)) AS idf
                     FROM w, pop, LATERAL (
                         SELECT count(*) AS df FROM hits WHERE hits.tsv @@ w.tq
                     ) AS d
                 )
-                SELECT hits.id,
-                       (SELECT sum(idf.idf * ts_rank_cd(hits.tsv, idf.tq, 1)) FROM idf) AS s
-                FROM hits ORDER BY s DESC, hits.seq LIMIT %s""",
+                SELECT hits.id, sum(idf.idf * ts_rank_cd(hits.tsv, idf.tq, 1)) AS s
+                FROM hits CROSS JOIN idf
+                GROUP BY hits.id, hits.seq ORDER BY s DESC, hits.seq LIMIT %s""",
                 (text, *params, *params, limit),
             ).fetchall()
         if not rows:
