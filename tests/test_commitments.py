@@ -25,6 +25,7 @@ from memoryd.errors import InvalidInputError, NotFoundError
 from memoryd.pipelines import commitments
 from memoryd.pipelines.diary import capture
 from memoryd.pipelines.runs import run_pipeline
+from memoryd.pipelines.scheduler import enabled_specs
 from memoryd.settings import Settings
 from tests.fake_llm import FakeLLM
 from tests.mcp_client import McpSession
@@ -96,6 +97,10 @@ def test_off_by_default(tmp_path: Path, embedder: Embedder, clock: FixedClock) -
         record = run_pipeline(m, "commitments")
         assert any("commitments are off" in n for n in record.notes)
         assert commitments.listing(m, "dev") == []
+        # off, it is neither scheduled nor caught up; on, it is
+        assert "commitments" not in {spec.name for spec in enabled_specs(m)}
+        m.settings.commitments.enabled = True
+        assert "commitments" in {spec.name for spec in enabled_specs(m)}
 
 
 def test_inferred_once_delivered_when_due_then_closed_or_expired(

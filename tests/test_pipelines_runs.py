@@ -147,6 +147,7 @@ def test_missed_runs_are_caught_up_once(mem: Memory, clock: FixedClock) -> None:
 
 def test_scheduler_catches_up_in_the_background(mem: Memory, clock: FixedClock) -> None:
     mem.settings.pipelines.disabled = ["test-fail", "decay", "lessons", "promote", "digest"]
+    mem.settings.pipelines.disabled += ["structure"]
     mem.store.kv_set(SINCE_KEY, "2026-03-20T00:00:00+00:00")
     scheduler = PipelineScheduler(mem, clock=clock)
     scheduler.start()

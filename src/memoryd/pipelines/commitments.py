@@ -309,6 +309,7 @@ def listing(memory: Memory, agent: str, status: str | None = None) -> list[Commi
     "commitments",
     schedule="*/15 * * * *",
     description="dated intentions in the diary -> follow-ups (opt-in)",
+    opt_in=lambda settings: settings.commitments.enabled,
 )
 def commitments(ctx: PipelineContext) -> RunResult:
     result = RunResult()

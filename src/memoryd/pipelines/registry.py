@@ -221,6 +221,13 @@ class PipelineSpec:
     fn: PipelineFn
     schedule: str  # 5-field crontab, in settings.pipelines.timezone
     description: str
+    # an opt-in pipeline says when it is on; off, it is neither scheduled nor caught up
+    opt_in: Callable[[Settings], bool] | None = None
+
+    def is_on(self, settings: Settings) -> bool:
+        return self.name not in settings.pipelines.disabled and (
+            self.opt_in is None or self.opt_in(settings)
+        )
 
 
 _REGISTRY: dict[str, PipelineSpec] = {}
@@ -249,7 +256,11 @@ def register(spec: PipelineSpec) -> PipelineSpec:
             "give one of them another name",
         )
     _REGISTRY[spec.name] = PipelineSpec(
-        spec.name, spec.fn, _check_crontab(spec.schedule, spec.name), spec.description
+        spec.name,
+        spec.fn,
+        _check_crontab(spec.schedule, spec.name),
+        spec.description,
+        spec.opt_in,
     )
     return _REGISTRY[spec.name]
 
@@ -260,13 +271,17 @@ def unregister(name: str) -> None:
 
 
 def pipeline(
-    name: str, *, schedule: str, description: str = ""
+    name: str,
+    *,
+    schedule: str,
+    description: str = "",
+    opt_in: Callable[[Settings], bool] | None = None,
 ) -> Callable[[PipelineFn], PipelineFn]:
     """Register the decorated function as pipeline ``name`` (see the module docstring)."""
 
     def wrap(fn: PipelineFn) -> PipelineFn:
         doc = description or (fn.__doc__ or "").strip().split("\n")[0]
-        register(PipelineSpec(name, fn, schedule, doc))
+        register(PipelineSpec(name, fn, schedule, doc, opt_in))
         return fn
 
     return wrap

@@ -53,8 +53,7 @@ def trigger_for(memory: Memory, spec: PipelineSpec) -> CronTrigger:
 
 
 def enabled_specs(memory: Memory) -> list[PipelineSpec]:
-    disabled = set(memory.settings.pipelines.disabled)
-    return [s for s in registry.all_specs() if s.name not in disabled]
+    return [s for s in registry.all_specs() if s.is_on(memory.settings)]
 
 
 def next_run(memory: Memory, spec: PipelineSpec, after: datetime) -> datetime | None:

@@ -24,13 +24,12 @@ def pipelines_status(
     """
     if name is not None:
         registry.get(name)  # a clear error for an unknown name
-    disabled = set(memory.settings.pipelines.disabled)
     live = scheduler.next_runs() if scheduler is not None else {}
     now = memory.clock()
     all_runs = list_runs(memory, limit=memory.settings.pipelines.keep_runs)
     pipelines = []
     for spec in registry.all_specs():
-        enabled = spec.name not in disabled and memory.settings.pipelines.scheduler
+        enabled = spec.is_on(memory.settings) and memory.settings.pipelines.scheduler
         if spec.name in live:
             upcoming = live[spec.name]
         elif enabled:
