@@ -161,7 +161,8 @@ def test_two_servers_share_one_database(servers: tuple[Server, Server]) -> None:
 
 def test_a_due_pipeline_runs_once_across_both_servers(servers: tuple[Server, Server]) -> None:
     a, _ = servers
-    names = {spec.name for spec in all_specs()}
+    # Opt-in pipelines (commitments) are off on these servers' default settings: never run.
+    names = {spec.name for spec in all_specs() if spec.opt_in is None}
     deadline = time.monotonic() + 60
     while True:  # both schedulers catch up at start; wait until every attempt has ended
         runs = [r for r in _runs(a.store_url) if r.get("trigger") == "catch-up"]
