@@ -8,11 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.atomic import replace_bytes
 from memoryd.errors import InvalidInputError, LimitExceededError, PermissionDeniedError
 from memoryd.settings import Settings
 from memoryd.workspace import Workspace, resolve_workspace
 from memoryd.workspace.bootstrap import init_workspace
-from memoryd.workspace.files import append_atomic, create_exclusive, memory_get
+from memoryd.workspace.files import (
+    LockedDiary,
+    append_atomic,
+    append_section,
+    create_exclusive,
+    memory_get,
+)
 
 
 @pytest.fixture
@@ -129,3 +136,21 @@ def test_new_files_appear_whole_and_are_never_replaced(tmp_path: Path) -> None:
         create_exclusive(target, "second\n")
     assert target.read_text() == "first\n"
     assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temp file left
+
+
+def test_an_append_waiting_while_the_file_is_replaced_lands_in_the_new_file(
+    tmp_path: Path,
+) -> None:
+    """A rollback replaces DREAMS.md whole under its lock; a writer that was waiting for
+    the lock must append to the new file, not to the replaced one (lost with it)."""
+    path = tmp_path / "DREAMS.md"
+    path.write_text("# Dreams\n\nold block\n")
+    with LockedDiary(path) as held:
+        assert held.read() == b"# Dreams\n\nold block\n"
+        waiting = threading.Thread(target=append_section, args=(path, "## later\n"))
+        waiting.start()
+        waiting.join(timeout=0.3)
+        assert waiting.is_alive()  # blocked on the lock
+        replace_bytes(path, b"# Dreams\n")
+    waiting.join(timeout=10)
+    assert path.read_text() == "# Dreams\n\n## later\n"

@@ -261,6 +261,9 @@ class LockedDiary:
     ``with LockedDiary(path) as diary: diary.append(text)``: each ``append`` is one
     ``write`` followed by ``fsync``; everything done inside the block (checking
     for a repeated turn, recording it) is serialised with every other writer.
+    A writer that replaces the file whole (:func:`memoryd.atomic.replace_bytes`)
+    does so inside this lock, and a writer that was waiting then opens the new
+    file, so no append is lost to a replaced one.
     """
 
     def __init__(self, path: Path, *, header: str | None = None) -> None:
@@ -270,13 +273,19 @@ class LockedDiary:
 
     def __enter__(self) -> LockedDiary:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(self._fd)
-            raise
-        return self
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if _same_file(fd, self.path):
+                    self._fd = fd
+                    return self
+            except BaseException:
+                os.close(fd)
+                raise
+            # the file was replaced whole (a rollback cut a block out of DREAMS.md) while
+            # we waited: what we would append to is gone, so open the new one
+            os.close(fd)
 
     def __exit__(self, *exc: object) -> None:
         try:
@@ -284,25 +293,52 @@ class LockedDiary:
         finally:
             os.close(self._fd)
 
-    def append(self, section: str) -> int:
-        """Append ``section``; returns the bytes written.
+    @property
+    def size(self) -> int:
+        """The file's length now (where the next append starts)."""
+        return os.fstat(self._fd).st_size
 
-        A new (empty) file first gets ``header``; a blank line separates the new
-        section from what is there, even when the last line (an agent's
-        hand-written note) has no newline.
-        """
-        size = os.fstat(self._fd).st_size
+    def framed(self, section: str) -> bytes:
+        """The bytes :meth:`append` would write for ``section``: a new (empty) file first
+        gets ``header``; a blank line separates the new section from what is there,
+        even when the last line (an agent's hand-written note) has no newline."""
+        size = self.size
         if size == 0:
             lead = f"{self.header}\n\n" if self.header else ""
         else:
             tail = os.pread(self._fd, 2, max(0, size - 2))
             lead = "" if tail.endswith(b"\n\n") else ("\n" if tail.endswith(b"\n") else "\n\n")
-        data = (lead + section).encode("utf-8")
+        return (lead + section).encode("utf-8")
+
+    def append(self, section: str) -> int:
+        """Append ``section`` (framed as :meth:`framed` says); returns the bytes written."""
+        return self.write(self.framed(section))
+
+    def write(self, data: bytes) -> int:
+        """Append ``data`` as it is, in one go, then fsync."""
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
         os.fsync(self._fd)
         return len(data)
+
+    def read(self) -> bytes:
+        """The whole file (the lock keeps every other writer out meanwhile)."""
+        chunks: list[bytes] = []
+        offset = 0
+        while chunk := os.pread(self._fd, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def append_section(path: Path, section: str, *, header: str | None = None) -> int:
