@@ -2,6 +2,7 @@
 
 from memoryd.core import Memory
 from memoryd.errors import (
+    BusyError,
     InvalidInputError,
     LimitExceededError,
     MemorydError,
@@ -17,6 +18,7 @@ from memoryd.settings import Settings
 __version__ = "0.1.0"
 
 __all__ = [
+    "BusyError",
     "Filters",
     "InvalidInputError",
     "LimitExceededError",

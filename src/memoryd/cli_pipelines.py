@@ -114,7 +114,10 @@ def rem_backfill_command(
         typer.Option("--rollback-short-term", help="remove the memories backfills staged"),
     ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="show the candidates; write nothing")
+        bool,
+        typer.Option(
+            "--dry-run", help="show the candidates (or what a rollback removes); write nothing"
+        ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -124,35 +127,49 @@ def rem_backfill_command(
 
     with _memory() as mem:
         ws = resolve_workspace(mem.settings, agent, mem.store)
-        if rollback or rollback_short_term:
-            undone = bf.rollback(mem, ws, dreams=rollback, short_term=rollback_short_term)
-            if as_json:
-                _print_json(undone.to_json())
-                return
-            console.print(
-                f"rolled back {undone.runs} backfill runs: {undone.dreams_bytes_removed} bytes"
-                f" of DREAMS.md, {undone.memories_removed} staged memories"
-            )
-            for note in undone.notes:
-                console.print(f"  {note}", markup=False, highlight=False)
-            return
-        report = bf.backfill(mem, ws, path=path, stage_short_term=stage_short_term, dry_run=dry_run)
+        report = bf.rem_backfill(
+            mem,
+            ws,
+            path=path,
+            stage_short_term=stage_short_term,
+            rollback=rollback,
+            rollback_short_term=rollback_short_term,
+            dry_run=dry_run,
+        )
     if as_json:
         _print_json(report.to_json())
         return
     label = " (dry run)" if dry_run else ""
+    if isinstance(report, bf.RollbackReport):
+        would = "would roll back" if dry_run else "rolled back"
+        console.print(
+            f"{would} {_count(report.runs, 'backfill run')}: {report.dreams_bytes_removed} bytes"
+            f" of DREAMS.md, {_count(report.memories_removed, 'staged memory', 'staged memories')}"
+        )
+        for note in report.notes:
+            console.print(f"  {note}", markup=False, highlight=False)
+        return
     for day, cands in report.days.items():
-        console.print(f"[bold]{day}[/bold]{label}: {len(cands)} candidates")
+        console.print(f"[bold]{day}[/bold]{label}: {_count(len(cands), 'candidate')}")
         for c in cands:
             console.print(f"  - {c.text}  ({c.citation})", markup=False, highlight=False)
     for note in report.skipped:
         console.print(f"  skipped {note}", markup=False, highlight=False)
     if report.staged:
-        console.print(f"staged {len(report.staged)} short-term memories")
-    if not dry_run and report.days:
         console.print(
-            f"review: {ws.dreams_file} · undo: memoryd rem-backfill -a {agent} --rollback"
+            f"staged {_count(len(report.staged), 'short-term memory', 'short-term memories')}"
         )
+    if not dry_run and report.days:
+        undo = "--rollback --rollback-short-term" if report.staged else "--rollback"
+        console.print(
+            f"review: {ws.dreams_file} · undo: memoryd rem-backfill -a {agent} {undo}",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 AgentReq = Annotated[str, typer.Option("--agent", "-a", help="agent id")]

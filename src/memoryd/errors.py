@@ -50,6 +50,12 @@ class PermissionDeniedError(MemorydError):
     status_code = 403
 
 
+class BusyError(MemorydError):
+    """Another caller is running the same job on the same scope right now."""
+
+    status_code = 409
+
+
 class ReadOnlyError(MemorydError):
     """The memory mirrors a file (a workspace chunk): change the file, not the memory."""
 

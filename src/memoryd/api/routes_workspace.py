@@ -192,12 +192,14 @@ async def rem_backfill(
 
     def run() -> dict[str, Any]:
         ws = _workspace(mem, p, body.agent_id)
-        if body.rollback or body.rollback_short_term:
-            return backfill.rollback(
-                mem, ws, dreams=body.rollback, short_term=body.rollback_short_term
-            ).to_json()
-        return backfill.backfill(
-            mem, ws, path=body.path, stage_short_term=body.stage_short_term, dry_run=body.dry_run
+        return backfill.rem_backfill(
+            mem,
+            ws,
+            path=body.path,
+            stage_short_term=body.stage_short_term,
+            rollback=body.rollback,
+            rollback_short_term=body.rollback_short_term,
+            dry_run=body.dry_run,
         ).to_json()
 
     return await run_in_threadpool(run)

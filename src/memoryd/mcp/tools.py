@@ -373,7 +373,10 @@ class MemoryTools:
         rollback_short_term: Annotated[
             bool, Field(description="instead: remove the memories earlier backfills staged")
         ] = False,
-        dry_run: Annotated[bool, Field(description="list the candidates; write nothing")] = False,
+        dry_run: Annotated[
+            bool,
+            Field(description="list the candidates (or what a rollback removes); write nothing"),
+        ] = False,
     ) -> dict[str, Any]:
         """Replay old daily diary files (memory/YYYY-MM-DD.md) as standalone days and write
         their durable candidates, each citing its lines, to DREAMS.md for review; with
@@ -381,14 +384,14 @@ class MemoryTools:
         dream and promotion can take them to long-term or MEMORY.md. Rollback removes
         exactly what backfills added."""
         scope = self._begin(ctx, "memory_rem_backfill")
-        ws = self._workspace(scope)
-        if rollback or rollback_short_term:
-            undone = backfill.rollback(
-                self.memory, ws, dreams=rollback, short_term=rollback_short_term
-            )
-            return undone.to_json()
-        report = backfill.backfill(
-            self.memory, ws, path=path, stage_short_term=stage_short_term, dry_run=dry_run
+        report = backfill.rem_backfill(
+            self.memory,
+            self._workspace(scope),
+            path=path,
+            stage_short_term=stage_short_term,
+            rollback=rollback,
+            rollback_short_term=rollback_short_term,
+            dry_run=dry_run,
         )
         return report.to_json()
 
