@@ -45,6 +45,7 @@ PG_MODULES = (
     "test_service_",
     "test_extract_",
     "test_pipelines_",
+    "test_backfill",  # backfill then rollback leaves the store as it was
     "test_postgres_",
     "test_workspace_index",  # file replacement in one transaction, two indexers
     "test_workspace_rebuild",  # the model-change swap

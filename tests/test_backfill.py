@@ -24,7 +24,7 @@ from memoryd.cli import app as cli_app
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.errors import BusyError, InvalidInputError, PermissionDeniedError
-from memoryd.models import Origin
+from memoryd.models import Filters, Origin
 from memoryd.pipelines import backfill
 from memoryd.pipelines.dreams_md import HEADER
 from memoryd.settings import ApiKey
@@ -41,8 +41,13 @@ DAY2 = ["**user**: Mira prefers tea over coffee in the afternoon.", "**assistant
 
 
 @pytest.fixture
-def setup(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Memory, Workspace, Path]]:
+def setup(
+    tmp_path: Path, embedder: Embedder, store_url: str
+) -> Iterator[tuple[Memory, Workspace, Path]]:
+    """Two diary days, a note, a DREAMS.md without a final newline and one memory, on
+    every store (PostgreSQL too with MEMORYD_TEST_PG=1)."""
     settings = pipeline_settings(tmp_path)
+    settings.store.url = store_url
     root = workspace(settings, AGENT)
     write_section(root, "2026-03-01", "09:00", DAY1)
     write_section(root, "2026-03-02", "10:15", DAY2)
@@ -55,7 +60,16 @@ def setup(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Memory, Workspac
 
 
 def dump(mem: Memory) -> dict[str, list[Any]]:
-    """The store's user-visible state: every memory (any state), its history, and kv."""
+    """The store's state: every memory (any state), its history, and kv; on SQLite every
+    column of those tables, on another store what the Store protocol returns."""
+    if not mem.settings.store_url.startswith("sqlite:///"):
+        store = mem.store
+        records = sorted(store.iter_all(Filters(states=[])), key=lambda r: r.id)
+        return {
+            "memories": [r.model_dump_json() for r in records],
+            "history": [h.model_dump_json() for r in records for h in store.history(r.id)],
+            "kv": sorted(json.dumps(kv, sort_keys=True) for kv in store.kv_items().items()),
+        }
     db = sqlite3.connect(mem.settings.store_url.removeprefix("sqlite:///"))
     try:
         tables = {}
@@ -75,6 +89,11 @@ def test_backfill_writes_grounded_review_entries_and_rollback_restores_every_byt
     setup: tuple[Memory, Workspace, Path],
 ) -> None:
     mem, ws, root = setup
+    # what the digest made of the same day, and a search's recall statistics: both stay
+    known = "The staging database runs PostgreSQL 16 on port 5433."
+    mem.add(known, user_id="default", agent_id=AGENT, run_id="2026-03-01", category="short_term")
+    mem.search("staging database port", user_id="default", agent_id=AGENT)
+    mem.recalls.flush()
     before_files, before_store = files(root), dump(mem)
     report = backfill.backfill(mem, ws, path="memory/", stage_short_term=True)
     assert set(report.days) == {"2026-03-01", "2026-03-02"}
@@ -96,16 +115,20 @@ def test_backfill_writes_grounded_review_entries_and_rollback_restores_every_byt
     assert f"`{day1[0].citation}`" in dreams
     # staged into the short-term store of their day, never into MEMORY.md
     staged = mem.list(user_id=mem.settings.workspace.user_id, agent_id=AGENT, run_id="2026-03-01")
-    assert {r.text for r in staged} == {c.text for c in day1}
-    assert all(r.origin == Origin.FACT and r.source is not None for r in staged)
-    assert len(report.staged) == 3
+    assert {r.text for r in staged} == {c.text for c in day1}  # the known one is not doubled
+    assert len(staged) == 2 and len(report.staged) == 2
+    for r in staged:
+        if r.id in report.staged:
+            assert r.origin == Origin.FACT and r.category == "short_term"
+            assert r.metadata["rem_backfill"] == report.run_id and r.source is not None
+            assert [h.actor for h in mem.history(r.id)] == [f"rem-backfill:{report.run_id}"]
     assert not (root / "MEMORY.md").exists() or "canary" not in (root / "MEMORY.md").read_text()
     # the same days again add nothing
     again = backfill.backfill(mem, ws, path="memory", stage_short_term=True)
     assert again.days == {} and len([s for s in again.skipped if "already replayed" in s]) == 2
 
     undone = backfill.undo(mem, ws, dreams=True, short_term=True)
-    assert undone.memories_removed == 3 and undone.notes == []
+    assert undone.memories_removed == 2 and undone.notes == []
     assert files(root) == before_files
     assert dump(mem) == before_store
 
