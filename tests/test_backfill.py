@@ -459,3 +459,31 @@ def test_the_readme_examples_run_as_written(
             r = httpx.post(url, headers=headers, content=argv[argv.index("-d") + 1])
             assert r.status_code == 200, r.text
             assert r.json()["candidates"] == 2 and r.json()["staged"] == 0
+
+
+def test_with_an_llm_each_day_is_extracted_alone_and_cited_by_its_lines(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """With an LLM configured, it extracts; each request holds one day's text only, with
+    that day as "today"; a fact it rephrased cites the lines of the batch it came from."""
+    from tests.fake_llm import FakeLLM
+
+    with FakeLLM() as fake:
+        settings = pipeline_settings(tmp_path)
+        settings.llm.provider = "openai"
+        settings.llm.openai.base_url = fake.url
+        root = workspace(settings, AGENT)
+        write_section(root, "2026-03-01", "09:00", DAY1)
+        write_section(root, "2026-03-02", "10:15", DAY2)
+        fake.script(
+            json.dumps({"facts": ["Billing ships by canary every Friday"]}),
+            json.dumps({"facts": ["Mira likes tea in the afternoon"]}),
+        )
+        with Memory(settings, embedder=embedder) as mem:
+            ws = resolve_workspace(settings, AGENT, mem.store)
+            report = backfill.backfill(mem, ws, dry_run=True)
+    assert [c.citation for c in report.days["2026-03-01"]] == ["memory/2026-03-01.md#L4-L5"]
+    assert [c.citation for c in report.days["2026-03-02"]] == ["memory/2026-03-02.md#L4-L5"]
+    first, second = (json.dumps(r) for r in fake.requests)
+    assert "canary" in first and "Mira" not in first and "Today is 2026-03-01" in first
+    assert "Mira" in second and "canary" not in second and "Today is 2026-03-02" in second

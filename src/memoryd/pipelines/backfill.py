@@ -266,11 +266,21 @@ def _candidates(memory: Memory, ws: Workspace, file: Path, rel: str, day: date) 
 
 def _narrow(lines: list[str], first: int, last: int, fact: str) -> tuple[int, int]:
     """The one line of ``first..last`` that holds ``fact`` word for word, if one does
-    (the offline extractor keeps sentences as written); else the whole range."""
+    (the offline extractor keeps sentences as written); else the range without its
+    leading and trailing headings and blank lines (an LLM rephrases)."""
+    last = min(last, len(lines))
     want = _norm(fact.rstrip("."))
-    for n in range(first, min(last, len(lines)) + 1):
+    for n in range(first, last + 1):
         if want and want in _norm(plain_text(lines[n - 1])):
             return n, n
+
+    def bare(n: int) -> bool:
+        return not lines[n - 1].strip() or lines[n - 1].startswith("#")
+
+    while first < last and bare(first):
+        first += 1
+    while last > first and bare(last):
+        last -= 1
     return first, last
 
 
