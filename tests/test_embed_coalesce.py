@@ -6,16 +6,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.embed.coalesce import Coalescer
 from memoryd.embed.onnx import OnnxEmbedder
-from memoryd.settings import OnnxEmbedSettings
+from memoryd.models import Event
+from memoryd.settings import OnnxEmbedSettings, Settings
+from tests.conftest import FakeClock
 
 
 def _code(text: str) -> np.ndarray:
@@ -137,3 +141,45 @@ def test_the_optimised_graph_is_cached_and_a_damaged_cache_is_rebuilt(
     assert np.allclose(
         OnnxEmbedder(OnnxEmbedSettings()).embed(texts), again.embed(texts), atol=1e-6
     )
+
+
+class HeldEmbedder:
+    """The real model behind a gate: the first call waits until ``release`` is set."""
+
+    def __init__(self, real: Embedder) -> None:
+        self.real = real
+        self.name, self.dim, self.max_tokens = real.name, real.dim, real.max_tokens
+        self.entered: list[str] = []
+        self.release = threading.Event()
+
+    def count_tokens(self, text: str) -> int:
+        return self.real.count_tokens(text)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.entered.extend(texts)
+        if len(self.entered) == len(texts):  # the first call is held
+            assert self.release.wait(20)
+        return self.real.embed(texts)
+
+
+def test_an_add_runs_the_model_outside_the_write_transaction(
+    settings: Settings, embedder: Embedder, clock: FakeClock
+) -> None:
+    """While one add's model run is held, a second add reaches the model and a list
+    answers: the write lock is taken for the writes alone, so concurrent adds can
+    share batches (the Coalescer) instead of queueing for the lock one model run each."""
+    held = HeldEmbedder(embedder)
+    with Memory(settings, embedder=held, clock=clock) as mem, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(mem.add, "Ana moved to Lisbon in May", user_id="u", infer=False)
+        deadline = time.monotonic() + 10
+        while not held.entered:
+            assert time.monotonic() < deadline, "the first add never reached the model"
+            time.sleep(0.01)
+        second = pool.submit(mem.add, "Ana's cat is called Miso", user_id="u", infer=False)
+        while "Ana's cat is called Miso" not in held.entered:
+            assert time.monotonic() < deadline, "the second add waited for the first's lock"
+            time.sleep(0.01)
+        assert mem.list(user_id="u") == []  # reads are not blocked either; nothing written yet
+        held.release.set()
+        events = first.result(20) + second.result(20)
+    assert [e.event for e in events] == [Event.ADD, Event.ADD]

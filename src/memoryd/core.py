@@ -305,6 +305,9 @@ class Memory:
             events.append(MemoryEvent(id=record.id, memory=body, event=Event.ADD))
         if dry_run:
             return events
+        # the model runs before the write lock is taken: concurrent adds then share
+        # batches (embed/coalesce.py) instead of queueing for the lock one model run each
+        self.embed_records(records)
         with self.store.atomic():
             if idempotency_key is not None and (again := self._replayed(idempotency_key)):
                 return again
@@ -652,11 +655,19 @@ class Memory:
         :mod:`memoryd.conversation`) is stored with it as given."""
         if not records:
             return
-        todo = [r for r in records if r.embedding is None]
-        vectors = self.embed_texts([r.index_text for r in todo])
-        for record, vector in zip(todo, vectors, strict=True):
-            record.embedding = vector
+        self.embed_records(records)
         self.store.add(records, actor=actor, reason=reason)
+
+    def embed_records(self, records: Sequence[MemoryRecord]) -> None:
+        """Give every record without an ``embedding`` the vector of its ``index_text``.
+
+        Call it before taking ``store.atomic()``: the transaction then holds the
+        write lock for the writes alone, not for a model run."""
+        todo = [r for r in records if r.embedding is None]
+        if todo:
+            vectors = self.embed_texts([r.index_text for r in todo])
+            for record, vector in zip(todo, vectors, strict=True):
+                record.embedding = vector
 
     def update(
         self,
