@@ -31,8 +31,15 @@ class Session:
 @dataclass
 class Question:
     text: str
-    evidence: list[str]  # turn ids
+    evidence: list[str]  # turn ids (or session ids when ``unit`` is "session")
     category: str  # e.g. "multi-hop", "temporal", "single-hop"
+    unit: str = "turn"  # "session": a hit counts for its turn's session ("D3:7" -> "D3")
+
+    def units(self, turn_ids: set[str]) -> set[str]:
+        """``turn_ids`` as this question counts them."""
+        if self.unit == "session":
+            return {t.rpartition(":")[0] for t in turn_ids}
+        return turn_ids
 
 
 @dataclass

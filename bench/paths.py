@@ -51,7 +51,7 @@ import httpx
 import numpy as np
 
 from _common import REPO_ROOT, loadavg, machine_info, percentile_ms
-from datasets import Conversation, load
+from datasets import Conversation, Question, load
 from memoryd.embed import create_embedder
 from memoryd.settings import EmbedSettings
 
@@ -293,9 +293,10 @@ PATHS: dict[str, Callable[[Server, list[Conversation]], Search]] = {
 
 # -- scoring ------------------------------------------------------------------------------------
 def score(
-    evidence: list[str], hits: list[Hit], turns: list[set[str]], count: Callable[[str], int]
+    question: Question, hits: list[Hit], turns: list[set[str]], count: Callable[[str], int]
 ) -> dict[str, float]:
-    wanted = set(evidence)
+    wanted = set(question.evidence)
+    turns = [question.units(t) for t in turns]
     row: dict[str, float] = {}
     for k in K:
         found = set().union(*turns[:k]) if turns[:k] else set()
@@ -358,7 +359,7 @@ def run_path(
                     t0 = time.perf_counter()
                     hits, got = search(conv, q.text)
                     latencies.append(time.perf_counter() - t0)
-                    row = (q.category, score(q.evidence, hits, got, count))
+                    row = (q.category, score(q, hits, got, count))
                     split_rows["overall"].append(row)
                     split_rows["tune" if n < half else "heldout"].append(row)
         finally:
