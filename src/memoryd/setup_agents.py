@@ -1,4 +1,5 @@
-"""``memoryd setup claude-code|codex|openclaw``: connect an agent stack to memoryd.
+"""Connect an agent stack to memoryd (``memoryd setup claude-code|codex|openclaw``,
+whose command line is :mod:`memoryd.cli.setup`).
 
 Each target's configuration file gets a ``memoryd`` MCP server entry (and for
 OpenClaw, the diary plugin with its skill). The change is computed first as a
@@ -29,14 +30,10 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-import typer
+from typing import Any, Literal
 
 from memoryd.atomic import replace_bytes
-from memoryd.errors import InvalidInputError, MemorydError
-from memoryd.settings import Settings
-from memoryd.validate import check_id
+from memoryd.errors import InvalidInputError
 
 Target = Literal["claude-code", "codex", "openclaw"]
 TARGETS: tuple[Target, ...] = ("claude-code", "codex", "openclaw")
@@ -361,128 +358,7 @@ def plan(
     raise InvalidInputError(f"unknown target {target!r}", f"use one of {', '.join(TARGETS)}")
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``memoryd setup`` to the main CLI."""
-    app.command("setup")(setup)
-
-
-def setup(
-    target: Annotated[str, typer.Argument(help="claude-code, codex or openclaw")],
-    scope: Annotated[
-        str | None,
-        typer.Option(help="user or project (default: project for claude-code, user otherwise)"),
-    ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="write without asking")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="show the diff only")] = False,
-    config: Annotated[
-        Path | None, typer.Option(help="the configuration file to edit (default: per target)")
-    ] = None,
-    project_dir: Annotated[
-        Path | None, typer.Option(help="project for --scope project (default: here)")
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option("--agent", "-a", help="agent id the tools act as (default: the target)"),
-    ] = None,
-    user: Annotated[
-        str | None, typer.Option("--user", "-u", help="user id (default: mcp.user_id)")
-    ] = None,
-    transport: Annotated[
-        str, typer.Option(help="stdio: start `memoryd mcp`; http: use serve's /mcp")
-    ] = "stdio",
-    url: Annotated[
-        str | None, typer.Option(help="memoryd serve URL (default: server.host/port)")
-    ] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option(help="env var holding the API key (http and plugin)")
-    ] = None,
-    plugin_dir: Annotated[
-        Path | None, typer.Option(help="the OpenClaw plugin (default: integrations/openclaw)")
-    ] = None,
-) -> None:
-    """Connect Claude Code, Codex or OpenClaw to memoryd: shows the change, then writes it."""
-    try:
-        change = _plan_from_options(
-            target, scope, config, project_dir, agent, user, transport, url, api_key_env, plugin_dir
-        )
-    except MemorydError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        if exc.hint:
-            typer.echo(f"hint: {exc.hint}", err=True)
-        raise typer.Exit(code=2) from None
-    if not change.changed:
-        typer.echo(f"{change.path} already connects {target} to memoryd; nothing to change")
-        return
-    for line in change.diff().splitlines():
-        color = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1])
-        typer.secho(line, fg=color if not line.startswith(("+++", "---")) else None)
-    if dry_run:
-        return
-    if not yes and not _confirm(f"write {change.path}?"):
-        typer.echo("nothing written (run again and answer y, or pass --yes)", err=True)
-        raise typer.Exit(code=1)
-    change.write()
-    typer.echo(f"wrote {change.path}")
-    for note in change.notes:
-        typer.echo(f"next: {note}")
-
-
-def _confirm(question: str) -> bool:
-    """Ask on the terminal; no answer (closed stdin, as in CI) counts as no."""
-    try:
-        return typer.confirm(question, default=False)
-    except typer.Abort:
-        typer.echo(err=True)
-        return False
-
-
-def _plan_from_options(
-    target: str,
-    scope: str | None,
-    config: Path | None,
-    project_dir: Path | None,
-    agent: str | None,
-    user: str | None,
-    transport: str,
-    url: str | None,
-    api_key_env: str | None,
-    plugin_dir: Path | None,
-) -> ConfigChange:
-    if target not in TARGETS:
-        raise InvalidInputError(f"unknown target {target!r}", f"use one of {', '.join(TARGETS)}")
-    if transport not in ("stdio", "http"):
-        raise InvalidInputError(f"unknown transport {transport!r}", "use stdio or http")
-    settings = Settings()
-    agent_id = check_id(agent or DEFAULT_AGENT[target], "--agent", settings.limits, required=True)
-    check_id(user, "--user", settings.limits)
-    if api_key_env is not None and not api_key_env.replace("_", "a").isalnum():
-        raise InvalidInputError(
-            f"--api-key-env {api_key_env!r} is not an environment variable name",
-            "pass the variable's name, e.g. MEMORYD_API_KEY, never the key itself",
-        )
-    assert agent_id is not None
-    server = settings.server
-    conn = Connection(
-        agent_id=agent_id,
-        user_id=user,
-        transport=transport,  # type: ignore[arg-type]
-        url=url or f"http://{server.host}:{server.port}",
-        api_key_env=api_key_env,
-        home=settings.home,
-        config_file=_config_in_effect(),
-        command=memoryd_command(),
-    )
-    return plan(
-        target,
-        scope=scope,
-        config=config,
-        project_dir=project_dir,
-        plugin_dir=plugin_dir,
-        conn=conn,
-    )
-
-
-def _config_in_effect() -> Path | None:
+def config_in_effect() -> Path | None:
     """The memoryd.toml this process reads that another working directory would miss:
     ``$MEMORYD_CONFIG`` or ``./memoryd.toml`` (the one in ``MEMORYD_HOME`` is found anyway)."""
     explicit = os.environ.get("MEMORYD_CONFIG")
@@ -497,7 +373,7 @@ __all__ = [
     "Connection",
     "claude_code_change",
     "codex_change",
+    "config_in_effect",
     "openclaw_change",
     "plan",
-    "register",
 ]

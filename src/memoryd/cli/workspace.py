@@ -13,6 +13,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
+from memoryd.cli.common import AgentReq, JsonOpt, console, err, open_memory, print_json
 from memoryd.errors import InvalidInputError
 from memoryd.workspace import register_workspace, resolve_workspace
 from memoryd.workspace.bootstrap import init_workspace
@@ -22,9 +23,6 @@ from memoryd.workspace.indexer import IndexReport, index_workspace
 from memoryd.workspace.layout import known_agents
 from memoryd.workspace.search import memory_search
 from memoryd.workspace.sessions import flush, write_session_note
-
-AgentReq = Annotated[str, typer.Option("--agent", "-a", help="agent id")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
 
 
 def register(app: typer.Typer) -> None:
@@ -46,16 +44,15 @@ def init(
     as_json: JsonOpt = False,
 ) -> None:
     """Create an agent workspace: MEMORY.md, memory/, identity templates. Never overwrites."""
-    from memoryd.cli import _memory, _print_json, console
 
-    with _memory() as mem:
+    with open_memory() as mem:
         if path is not None:
             register_workspace(mem.store, _checked_agent(mem, agent), path)
         ws = resolve_workspace(mem.settings, agent, mem.store)
         report = init_workspace(ws.root)
         indexed = index_workspace(mem, ws)
     if as_json:
-        _print_json(
+        print_json(
             {
                 "agent_id": agent,
                 "workspace": str(report.root),
@@ -86,10 +83,9 @@ def index(
     as_json: JsonOpt = False,
 ) -> None:
     """Index workspace Markdown into the store: only changed files, only new chunks embedded."""
-    from memoryd.cli import _memory, _print_json, console, err
 
     reports: list[IndexReport] = []
-    with _memory() as mem:
+    with open_memory() as mem:
         agents = [agent] if agent else known_agents(mem.settings, mem.store)
         with Progress(
             TextColumn("{task.description}"),
@@ -109,7 +105,7 @@ def index(
 
                 reports.append(index_workspace(mem, ws, force=force, progress=show))
     if as_json:
-        _print_json({"results": [r.to_json() for r in reports]})
+        print_json({"results": [r.to_json() for r in reports]})
         return
     if not reports:
         console.print("[dim]no workspaces; create one with `memoryd init --agent NAME`[/dim]")
@@ -137,13 +133,12 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the session-start context: identity, MEMORY.md, today's and yesterday's diary."""
-    from memoryd.cli import _memory, _print_json
 
-    with _memory() as mem:
+    with open_memory() as mem:
         ws = resolve_workspace(mem.settings, agent, mem.store)
         ctx = build_context(mem, ws, query=query, budget=budget, user_id=user)
     if as_json:
-        _print_json(ctx.to_json())
+        print_json(ctx.to_json())
         return
     sys.stdout.write(ctx.text)
 
@@ -168,13 +163,12 @@ def memory_get_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Read lines of a workspace memory file (empty for a missing file)."""
-    from memoryd.cli import _memory, _print_json
 
-    with _memory() as mem:
+    with open_memory() as mem:
         ws = _existing_workspace(mem, agent)
         got = memory_get(ws, path, from_line, lines)
     if as_json:
-        _print_json(got.to_json())
+        print_json(got.to_json())
         return
     sys.stdout.write(got.text + ("\n" if got.text else ""))
 
@@ -188,14 +182,13 @@ def memory_search_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the agent's workspace files: hits cite path#Lx-Ly for memory-get."""
-    from memoryd.cli import _memory, _print_json, console
 
-    with _memory() as mem:
+    with open_memory() as mem:
         ws = _existing_workspace(mem, agent)
         hits = memory_search(mem, ws, query, max_results=max_results, min_score=min_score, mmr=mmr)
         chars = ws.settings.snippet_chars
     if as_json:
-        _print_json({"results": [h.to_json(chars) for h in hits]})
+        print_json({"results": [h.to_json(chars) for h in hits]})
         return
     table = Table("score", "citation", "snippet")
     for h in hits:
@@ -245,9 +238,8 @@ def session_end(
     as_json: JsonOpt = False,
 ) -> None:
     """Write the end of a session to memory/YYYY-MM-DD-<slug>.md and index it."""
-    from memoryd.cli import _memory, _print_json, console
 
-    with _memory() as mem:
+    with open_memory() as mem:
         ws = resolve_workspace(mem.settings, agent, mem.store)
         try:
             items = _read_messages(transcript)
@@ -255,7 +247,7 @@ def session_end(
             raise InvalidInputError(f"cannot read {transcript}: {exc}", "check the path") from None
         note = write_session_note(mem, ws, items, session_id=session_id, limit=messages)
     if as_json:
-        _print_json(note.to_json())
+        print_json(note.to_json())
         return
     console.print(f"wrote {note.path} ({note.messages} messages, slug by {note.slug_source})")
 
@@ -266,13 +258,12 @@ def flush_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Append durable notes to today's diary (before the agent compacts its context)."""
-    from memoryd.cli import _memory, _print_json, console
 
-    with _memory() as mem:
+    with open_memory() as mem:
         ws = resolve_workspace(mem.settings, agent, mem.store)
         result = flush(mem, ws, notes)
     if as_json:
-        _print_json(result.to_json())
+        print_json(result.to_json())
         return
     console.print(f"appended {result.appended} notes to {result.path}")
 

@@ -13,19 +13,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from memoryd import backup as bk
+from memoryd.cli.common import JsonOpt, console, err, fail
 from memoryd.errors import InvalidInputError, MemorydError
 from memoryd.settings import Settings
 from memoryd.store import open_store
 
-_out = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
-_err = Console(stderr=True, soft_wrap=True)
-
 PathArg = Annotated[Path, typer.Argument(help="file path")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
 
 
 def register(app: typer.Typer) -> None:
@@ -36,18 +31,11 @@ def register(app: typer.Typer) -> None:
     app.command("import")(import_command)
 
 
-def _fail(exc: MemorydError) -> typer.Exit:
-    _err.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False)
-    if exc.hint:
-        _err.print(f"[yellow]hint:[/yellow] {escape(exc.hint)}", highlight=False)
-    return typer.Exit(code=2)
-
-
 def _done(data: dict[str, Any], text: str, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(data) + "\n")
     else:
-        _out.print(text, highlight=False)
+        console.print(text, highlight=False)
 
 
 def backup_command(path: PathArg, as_json: JsonOpt = False) -> None:
@@ -56,7 +44,7 @@ def backup_command(path: PathArg, as_json: JsonOpt = False) -> None:
     try:
         report = bk.backup(settings.store_url, path, settings.store)
     except MemorydError as exc:
-        raise _fail(exc) from None
+        fail(exc)
     _done(
         report.as_dict(),
         f"backed up {report.memories} memories to {report.path} ({report.bytes} bytes)",
@@ -76,7 +64,7 @@ def restore_command(
     try:
         report = bk.restore(settings.store_url, path, force=force, settings=settings.store)
     except MemorydError as exc:
-        raise _fail(exc) from None
+        fail(exc)
     _done(report.as_dict(), f"restored {report.memories} memories into {report.path}", as_json)
 
 
@@ -100,9 +88,9 @@ def export_command(
         finally:
             store.close()
     except MemorydError as exc:
-        raise _fail(exc) from None
+        fail(exc)
     if str(file) != "-":
-        _err.print(f"exported {count} memories to {file}", highlight=False)
+        err.print(f"exported {count} memories to {file}", highlight=False)
 
 
 def import_command(
@@ -121,7 +109,7 @@ def import_command(
         finally:
             store.close()
     except MemorydError as exc:
-        raise _fail(exc) from None
+        fail(exc)
     _done(
         report.as_dict(),
         f"imported {report.imported} memories ({report.skipped} already there, {report.read} read)",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
+from memoryd.cli.common import fail
 from memoryd.errors import MemorydError
 from memoryd.settings import Settings
 
@@ -42,21 +43,11 @@ def register(app: typer.Typer) -> None:
             configured_scope(settings)  # a bad scope fails before the model loads
             memory = Memory(settings)
         except MemorydError as exc:
-            _fail(exc)
+            fail(exc)
         try:
             server = stdio_server(memory)
             anyio.run(server.run_stdio_async)
         except MemorydError as exc:
-            _fail(exc)
+            fail(exc)
         finally:
             memory.close()
-
-
-def _fail(exc: MemorydError) -> NoReturn:
-    from rich.console import Console
-
-    err = Console(stderr=True, soft_wrap=True)
-    err.print(f"[red]error:[/red] {exc.message}")
-    if exc.hint:
-        err.print(f"[yellow]hint:[/yellow] {exc.hint}")
-    raise typer.Exit(code=2)

@@ -7,28 +7,17 @@ Thin: each command opens the configured ``Memory`` and calls
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from memoryd.core import Memory
-from memoryd.errors import MemorydError
-from memoryd.settings import Settings
+from memoryd.cli.common import AgentReq, JsonOpt, console, err, open_memory, print_json
 
-console = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
-err = Console(stderr=True, soft_wrap=True)
 dream_app = typer.Typer(help="The nightly dream: undo a run.", no_args_is_help=True)
 commitments_app = typer.Typer(
     help="Inferred follow-ups (opt-in: commitments.enabled).", no_args_is_help=True
 )
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
 
 
 def register(app: typer.Typer) -> None:
@@ -38,31 +27,6 @@ def register(app: typer.Typer) -> None:
     app.command("rem-backfill")(rem_backfill_command)
     app.add_typer(dream_app, name="dream")
     app.add_typer(commitments_app, name="commitments")
-
-
-@contextmanager
-def _memory() -> Iterator[Memory]:
-    try:
-        mem = Memory(Settings())
-    except MemorydError as exc:
-        raise _fail(exc) from None
-    try:
-        yield mem
-    except MemorydError as exc:
-        raise _fail(exc) from None
-    finally:
-        mem.close()
-
-
-def _fail(exc: MemorydError) -> typer.Exit:
-    err.print(f"[red]error:[/red] {exc.message}")
-    if exc.hint:
-        err.print(f"[yellow]hint:[/yellow] {exc.hint}")
-    return typer.Exit(code=2)
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def run_command(
@@ -78,10 +42,10 @@ def run_command(
     """Run one pipeline now (it takes the same lock as the scheduler and is recorded)."""
     from memoryd.pipelines.runs import run_pipeline
 
-    with _memory() as mem:
+    with open_memory() as mem:
         record = run_pipeline(mem, name, agent=agent, dry_run=dry_run)
     if as_json:
-        _print_json(record.to_dict())
+        print_json(record.to_dict())
     else:
         style = {"ok": "green", "skipped": "yellow"}.get(record.status, "red")
         label = " (dry run)" if record.dry_run else ""
@@ -125,7 +89,7 @@ def rem_backfill_command(
     from memoryd.pipelines import backfill as bf
     from memoryd.workspace import resolve_workspace
 
-    with _memory() as mem:
+    with open_memory() as mem:
         ws = resolve_workspace(mem.settings, agent, mem.store)
         report = bf.rem_backfill(
             mem,
@@ -137,7 +101,7 @@ def rem_backfill_command(
             dry_run=dry_run,
         )
     if as_json:
-        _print_json(report.to_json())
+        print_json(report.to_json())
         return
     label = " (dry run)" if dry_run else ""
     if isinstance(report, bf.RollbackReport):
@@ -172,12 +136,9 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-AgentReq = Annotated[str, typer.Option("--agent", "-a", help="agent id")]
-
-
 def _print_commitments(items: list[Any], as_json: bool, empty: str) -> None:
     if as_json:
-        _print_json([c.to_json() for c in items])
+        print_json([c.to_json() for c in items])
         return
     if not items:
         console.print(empty)
@@ -198,7 +159,7 @@ def commitments_due_command(
     """What is due now (a heartbeat): printed, and marked delivered."""
     from memoryd.pipelines import commitments
 
-    with _memory() as mem:
+    with open_memory() as mem:
         items = commitments.due(mem, agent, channel)
     _print_commitments(items, as_json, "nothing due")
 
@@ -214,7 +175,7 @@ def commitments_list_command(
     """Every commitment of the agent, by due time."""
     from memoryd.pipelines import commitments
 
-    with _memory() as mem:
+    with open_memory() as mem:
         items = commitments.listing(mem, agent, status)
     _print_commitments(items, as_json, "no commitments")
 
@@ -228,7 +189,7 @@ def commitments_done_command(
     """Close one commitment."""
     from memoryd.pipelines import commitments
 
-    with _memory() as mem:
+    with open_memory() as mem:
         item = commitments.close(mem, agent, commitment_id)
     _print_commitments([item], as_json, "")
 
@@ -241,10 +202,10 @@ def pipelines_command(
     """The pipelines, their schedules, next and last runs, and recent runs."""
     from memoryd.pipelines.status import pipelines_status
 
-    with _memory() as mem:
+    with open_memory() as mem:
         status = pipelines_status(mem, name=name, limit=limit)
     if as_json:
-        _print_json(status)
+        print_json(status)
         return
     table = Table(title="pipelines")
     for col in ("name", "schedule", "enabled", "next run", "last run", "status", "description"):
@@ -291,10 +252,10 @@ def rollback_command(
     deleted (short-term memories included)."""
     from memoryd.pipelines.dream import rollback
 
-    with _memory() as mem:
+    with open_memory() as mem:
         undone = rollback(mem, run_id)
     if as_json:
-        _print_json({"run_id": run_id, **undone.counts(), "skipped": undone.skipped})
+        print_json({"run_id": run_id, **undone.counts(), "skipped": undone.skipped})
         return
     console.print(
         f"rolled back {run_id}: {undone.deleted} added memories deleted, "

@@ -24,6 +24,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from memoryd.cli.common import (
+    AgentOpt,
+    JsonOpt,
+    RunOpt,
+    UserOpt,
+    console,
+    err,
+    fail,
+    print_json,
+    usage,
+)
 from memoryd.client import LocalBackend, MemoryBackend, MemoryClient
 from memoryd.errors import MemorydError
 from memoryd.search.intent import category_name
@@ -37,12 +48,6 @@ UrlOpt = Annotated[
 KeyOpt = Annotated[
     str | None, typer.Option("--key", envvar="MEMORYD_API_KEY", help="API key for --url")
 ]
-UserOpt = Annotated[str, typer.Option("--user", "-u", help="user id (scope)")]
-AgentOpt = Annotated[str | None, typer.Option("--agent", "-a", help="agent id (scope)")]
-RunOpt = Annotated[
-    str | None, typer.Option("--run", "-r", help="run id, YYYY-MM-DD for short-term")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
 IdOpt = Annotated[str | None, typer.Option("--id", help="memory id (or pass it as an argument)")]
 IdArg = Annotated[str | None, typer.Argument(help="memory id")]
 
@@ -50,7 +55,6 @@ IdArg = Annotated[str | None, typer.Argument(help="memory id")]
 @contextmanager
 def backend(url: str | None, key: str | None) -> Iterator[MemoryBackend]:
     """The local store, or the server at ``url``; memoryd errors print and exit 2."""
-    from memoryd.cli import _fail
 
     try:
         if url:
@@ -61,20 +65,13 @@ def backend(url: str | None, key: str | None) -> Iterator[MemoryBackend]:
 
             chosen = LocalBackend(Memory(Settings()))
     except MemorydError as exc:
-        _fail(exc)
+        fail(exc)
     try:
         yield chosen
     except MemorydError as exc:
-        _fail(exc)
+        fail(exc)
     finally:
         chosen.close()
-
-
-def _usage(message: str) -> None:
-    from memoryd.cli import err
-
-    err.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(code=2)
 
 
 def _json_arg(raw: str | None, flag: str, kind: type, example: str) -> Any:
@@ -83,16 +80,16 @@ def _json_arg(raw: str | None, flag: str, kind: type, example: str) -> Any:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        _usage(f"{flag} is not valid JSON: {exc}")
+        usage(f"{flag} is not valid JSON: {exc}")
     if not isinstance(value, kind):
-        _usage(f"{flag} must be a JSON {'object' if kind is dict else 'list'}, e.g. '{example}'")
+        usage(f"{flag} must be a JSON {'object' if kind is dict else 'list'}, e.g. '{example}'")
     return value
 
 
 def _one_id(arg: str | None, opt: str | None) -> str:
     chosen = arg or opt
     if not chosen:
-        _usage("which memory? pass its id (memoryd get ID, or --id ID)")
+        usage("which memory? pass its id (memoryd get ID, or --id ID)")
     assert chosen is not None
     return chosen
 
@@ -119,7 +116,6 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Remember text (or a conversation): facts are extracted and reconciled."""
-    from memoryd.cli import _print_json, console
 
     body = text if text is not None else text_opt
     if body == "-":  # memoryd add --text - < note.md
@@ -128,7 +124,7 @@ def add(
         body = sys.stdin.read()
     msgs = _json_arg(messages, "--messages", list, '[{"role": "user", "content": "..."}]')
     if (body is None) == (msgs is None):
-        _usage("pass the text (TEXT or --text) or --messages, one of them")
+        usage("pass the text (TEXT or --text) or --messages, one of them")
     meta = _json_arg(metadata, "--metadata", dict, '{"category": "decision"}') or {}
     if category:
         meta["category"] = category
@@ -144,11 +140,9 @@ def add(
             prompt=prompt,
         )
     if as_json:
-        _print_json({"results": events})
+        print_json({"results": events})
         return
     if not events:
-        from memoryd.cli import err
-
         err.print(
             "nothing stored: extraction found no fact worth remembering in that text. "
             "To store it as given, add --no-infer."
@@ -197,20 +191,19 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search (vector + BM25, time decay, shared pool) within a scope."""
-    from memoryd.cli import _print_json, console
 
     q = query if query is not None else query_opt
     if q is None:
-        _usage("nothing to search for; pass QUERY or --query")
+        usage("nothing to search for; pass QUERY or --query")
     assert q is not None
     if combined and run:
-        _usage("--combined searches long-term and recent short-term; leave out --run")
+        usage("--combined searches long-term and recent short-term; leave out --run")
     if combined and include_archived:
-        _usage("--include-archived works with a plain search; leave out --combined")
+        usage("--include-archived works with a plain search; leave out --combined")
     if all_agents and agent:
-        _usage("--all-agents searches every agent of the user; leave out --agent")
+        usage("--all-agents searches every agent of the user; leave out --agent")
     if smart and category:
-        _usage("--smart picks the categories itself; leave out --category")
+        usage("--smart picks the categories itself; leave out --category")
     categories = [category_name(c) for c in category or []] or None
     intent = None
     with backend(url, key) as mem:
@@ -250,7 +243,7 @@ def search(
         else:
             hits = run_search(q, categories)
     if as_json:
-        _print_json({"results": hits, **({"intent": intent.to_json()} if intent else {})})
+        print_json({"results": hits, **({"intent": intent.to_json()} if intent else {})})
         return
     if intent is not None:
         where = ", ".join(intent.categories) or "everywhere"
@@ -287,14 +280,13 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List memories in a scope, newest first."""
-    from memoryd.cli import _print_json, console
 
     with backend(url, key) as mem:
         page = mem.list(
             user_id=user, agent_id=agent, run_id=run, category=category, limit=limit, offset=offset
         )
     if as_json:
-        _print_json(page)
+        print_json(page)
         return
     table = Table("created", "type", "category", "memory")
     # ids are never cut short: get, history and delete need them whole
@@ -319,12 +311,11 @@ def get(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one memory."""
-    from memoryd.cli import _print_json, console
 
     with backend(url, key) as mem:
         record = mem.get(_one_id(memory_id, id_opt))
     if as_json:
-        _print_json(record)
+        print_json(record)
         return
     for name, value in record.items():
         console.print(f"[bold]{name}[/bold]: {escape(str(value))}")
@@ -340,13 +331,12 @@ def update(
     as_json: JsonOpt = False,
 ) -> None:
     """Change a memory's text or metadata (the old version stays in history)."""
-    from memoryd.cli import _print_json, console
 
     meta = _json_arg(metadata, "--metadata", dict, '{"category": "decision"}')
     with backend(url, key) as mem:
         record = mem.update(_one_id(memory_id, id_opt), text, meta)
     if as_json:
-        _print_json(record)
+        print_json(record)
         return
     console.print(f"updated {record['id']}: {escape(record['memory'])}")
 
@@ -359,12 +349,11 @@ def delete(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a memory (kept in history; restorable)."""
-    from memoryd.cli import _print_json, console
 
     with backend(url, key) as mem:
         result = mem.delete(_one_id(memory_id, id_opt))
     if as_json:
-        _print_json(result)
+        print_json(result)
         return
     console.print(f"deleted {result['id']}")
 
@@ -377,12 +366,11 @@ def restore(
     as_json: JsonOpt = False,
 ) -> None:
     """Bring back a deleted memory."""
-    from memoryd.cli import _print_json, console
 
     with backend(url, key) as mem:
         record = mem.restore(_one_id(memory_id, id_opt))
     if as_json:
-        _print_json(record)
+        print_json(record)
         return
     console.print(f"restored {record['id']}: {escape(record['memory'])}")
 
@@ -395,12 +383,11 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Every change to a memory, oldest first."""
-    from memoryd.cli import _print_json, console
 
     with backend(url, key) as mem:
         entries = mem.history(_one_id(memory_id, id_opt))
     if as_json:
-        _print_json({"results": entries})
+        print_json({"results": entries})
         return
     table = Table("when", "event", "old", "new", "by", "why")
     for e in entries:
@@ -435,7 +422,6 @@ def import_transcript(
     import sys
     from pathlib import Path
 
-    from memoryd.cli import _print_json, console
     from memoryd.conversation import read_transcript
 
     try:
@@ -445,11 +431,11 @@ def import_transcript(
             with Path(path).open(encoding="utf-8") as f:
                 transcript = read_transcript(f, path)
     except OSError as exc:
-        _usage(f"cannot read {path}: {exc.strerror or exc}")
+        usage(f"cannot read {path}: {exc.strerror or exc}")
     except (MemorydError, UnicodeDecodeError) as exc:
-        _usage(str(getattr(exc, "message", exc)))
+        usage(str(getattr(exc, "message", exc)))
     if not transcript.messages:
-        _usage(f"{path} has no user or assistant messages to import")
+        usage(f"{path} has no user or assistant messages to import")
     name = session or transcript.session or (Path(path).stem if path != "-" else None)
     added = same = 0
     with backend(url, key) as mem:
@@ -473,7 +459,7 @@ def import_transcript(
         "session": name,
     }
     if as_json:
-        _print_json(summary)
+        print_json(summary)
         return
     console.print(
         f"imported {len(transcript.messages)} messages as {added} turns"

@@ -11,10 +11,10 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
+from memoryd.cli.common import console, err, fail
 from memoryd.errors import MemorydError
 from memoryd.settings import Settings
 from memoryd.store import Store, open_store
@@ -24,20 +24,11 @@ store_app = typer.Typer(
     help="Store maintenance: copy a store between SQLite and PostgreSQL.",
     no_args_is_help=True,
 )
-_out = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
-_err = Console(stderr=True, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``memoryd store ...`` to ``app``."""
     app.add_typer(store_app, name="store")
-
-
-def _fail(exc: MemorydError) -> typer.Exit:
-    _err.print(f"[red]error:[/red] {exc.message}")
-    if exc.hint:
-        _err.print(f"[yellow]hint:[/yellow] {exc.hint}")
-    return typer.Exit(code=2)
 
 
 @store_app.command("migrate")
@@ -65,8 +56,8 @@ def migrate_command(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            console=_err,
-            disable=as_json or not _err.is_terminal,
+            console=err,
+            disable=as_json or not err.is_terminal,
         ) as bar:
             tasks: dict[str, TaskID] = {}
 
@@ -77,7 +68,7 @@ def migrate_command(
 
             report = migrate(source, target, batch=batch, progress=show)
     except MemorydError as exc:
-        raise _fail(exc) from None
+        fail(exc)
     finally:
         for store in stores:
             store.close()
@@ -89,7 +80,7 @@ def migrate_command(
 
 def _print_report(report: MigrateReport) -> None:
     verb = "resumed and copied" if report.resumed else "copied"
-    _out.print(
+    console.print(
         f"{verb} {report.copied} memories from {report.source} to {report.target}"
         + (f" ({report.skipped} already there)" if report.skipped else "")
     )
@@ -98,5 +89,5 @@ def _print_report(report: MigrateReport) -> None:
         table.add_row(
             key, str(report.source_totals.get(key, 0)), str(report.target_totals.get(key, 0))
         )
-    _out.print(table)
-    _out.print(f"[green]counts match[/green]; {report.kv} pipeline state keys copied")
+    console.print(table)
+    console.print(f"[green]counts match[/green]; {report.kv} pipeline state keys copied")

@@ -1,0 +1,5 @@
+"""``python -m memoryd.cli``: the ``memoryd`` command."""
+
+from memoryd.cli.app import main
+
+main()

@@ -1,0 +1,92 @@
+"""The ``memoryd`` app: ``status``, ``reindex`` and ``serve``, and every command group
+registered from its own module (see the package docstring). Tables for people,
+``--json`` for scripts.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import Progress
+
+from memoryd.cli import backup, mcp, memory, pipelines, setup, store, workspace
+from memoryd.cli.common import JsonOpt, console, err, fail, open_memory, print_json
+from memoryd.errors import MemorydError
+from memoryd.settings import Settings
+from memoryd.workspace.status import all_workspace_status
+
+app = typer.Typer(
+    help="memoryd: long-term memory for AI agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.command()
+def status(as_json: JsonOpt = False) -> None:
+    """Store, model and counts; per agent: files, chunks, last index, files waiting."""
+    with open_memory() as mem:
+        info = mem.status()
+        info["workspaces"] = all_workspace_status(mem)
+    if as_json:
+        print_json(info)
+        return
+    for key, value in info.items():
+        if key != "workspaces":
+            console.print(f"[bold]{key}[/bold]: {value}")
+    workspace.print_workspace_status(console, info["workspaces"])
+
+
+@app.command()
+def reindex() -> None:
+    """Re-embed every memory with the configured embedding model."""
+    with open_memory(allow_model_change=True) as mem, Progress(console=err) as progress:
+        task = progress.add_task("re-embedding", total=None)
+        count = mem.reindex(lambda done, total: progress.update(task, completed=done, total=total))
+    console.print(f"re-embedded {count} memories with {mem.embedder.name}")
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="bind address (default 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default 8230)")] = None,
+    allow_remote_without_auth: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote-without-auth", help="bind beyond loopback with no API keys (unsafe)"
+        ),
+    ] = False,
+) -> None:
+    """Run the HTTP API."""
+    import uvicorn
+
+    from memoryd.api import create_app
+    from memoryd.api.app import check_bind
+
+    settings = Settings()
+    if host:
+        settings.server.host = host
+    if port:
+        settings.server.port = port
+    if allow_remote_without_auth:
+        settings.server.allow_remote_without_auth = True
+    try:
+        check_bind(settings)  # no keys: loopback only, unless explicitly allowed
+        application = create_app(settings)
+    except MemorydError as exc:
+        fail(exc)
+    uvicorn.run(application, host=settings.server.host, port=settings.server.port, log_level="info")
+
+
+memory.register(app)  # add/search/list/get/update/delete/restore/history, local or --url
+mcp.register(app)
+setup.register(app)
+store.register(app)
+pipelines.register(app)  # run, pipelines, rem-backfill, dream, commitments
+backup.register(app)  # backup, restore-backup, export, import
+workspace.register(app)
+
+
+def main() -> None:
+    app()
