@@ -23,6 +23,7 @@ WRITE_TOOLS = {
     "memory_session_end",
     "memory_rem_backfill",
     "memory_commitments",
+    "wiki_apply",
 }
 
 

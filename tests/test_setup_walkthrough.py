@@ -51,9 +51,9 @@ def test_the_documented_configs_parse_and_have_setups_shape() -> None:
 
 
 def test_the_documented_tools_are_the_servers_tools(memory: Memory) -> None:
-    documented = set(re.findall(r"^\| `(memory_\w+)` \|", DOC, re.M))
+    documented = set(re.findall(r"^\| `((?:memory|wiki)_\w+)` \|", DOC, re.M))
     served = {t.name for t in anyio.run(stdio_server(memory).list_tools)}
-    assert documented == served and len(served) == 12 and "its twelve tools" in DOC
+    assert documented == served and len(served) == 16 and "its sixteen tools" in DOC
 
 
 @pytest.fixture

@@ -449,6 +449,16 @@ class CommitmentSettings(BaseModel):
     use_llm: bool = True  # infer with the configured LLM when there is one
 
 
+class WikiSettings(BaseModel):
+    """The memory wiki (seed 002's memory-wiki), owned by memoryd/wiki/."""
+
+    enabled: bool = False  # the nightly `wiki` pipeline (opt-in, like OpenClaw's plugin)
+    min_mentions: int = Field(default=2, ge=1)  # claims naming an entity before it gets a page
+    stale_days: int = Field(default=90, ge=1)  # a claim not confirmed for this long is stale
+    contradiction_similarity: float = Field(default=0.8, ge=0, le=1)  # same subject, two values
+    max_edit_chars: int = Field(default=2000, ge=10)  # the text of one applied claim
+
+
 class PromoteSettings(BaseModel):
     """Promotion of often-recalled memories into MEMORY.md (OpenClaw's deep dreaming)."""
 
@@ -501,6 +511,7 @@ class Settings(BaseSettings):
     dream: DreamSettings = Field(default_factory=DreamSettings)
     promote: PromoteSettings = Field(default_factory=PromoteSettings)
     commitments: CommitmentSettings = Field(default_factory=CommitmentSettings)
+    wiki: WikiSettings = Field(default_factory=WikiSettings)
 
     @field_validator("home", mode="after")
     @classmethod

@@ -21,6 +21,7 @@ from memoryd.api.limits import LimitsMiddleware
 from memoryd.api.routes_diary import router as diary_router
 from memoryd.api.routes_memory import router as memory_router
 from memoryd.api.routes_pipelines import router as pipelines_router
+from memoryd.api.routes_wiki import router as wiki_router
 from memoryd.api.routes_workspace import router as workspace_router
 from memoryd.api.ui import router as ui_router
 from memoryd.audit import AuditLog, AuditMiddleware
@@ -104,6 +105,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     app.include_router(diary_router)
     app.include_router(pipelines_router)  # GET /v1/pipelines
     app.include_router(workspace_router)
+    app.include_router(wiki_router)  # /v1/wiki/*
     from memoryd.mcp.server import mount as mount_mcp  # lazy: the MCP SDK imports api.auth
 
     mount_mcp(app, mem)

@@ -27,7 +27,7 @@ from memoryd.workspace.status import workspace_status
 router = APIRouter(prefix="/v1", tags=["workspace"])
 
 
-def _memory(request: Request) -> Memory:
+def _memory(request: Request) -> Memory:  # also the wiki routes'
     mem: Memory = request.app.state.memory
     return mem
 

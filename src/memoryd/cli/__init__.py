@@ -3,7 +3,7 @@
 One module per command group: ``memory`` (add/search/list/..., local or ``--url``),
 ``workspace`` (index, memory-search, flush, session-end, ...), ``pipelines`` (run,
 pipelines, rem-backfill, dream, commitments), ``store`` (migrate), ``backup``,
-``setup`` (connect an agent), ``mcp``; ``common`` holds what they share and
+``setup`` (connect an agent), ``mcp``, ``wiki``; ``common`` holds what they share and
 ``app`` puts them together.
 """
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
-from memoryd.cli import backup, mcp, memory, pipelines, setup, store, workspace
+from memoryd.cli import backup, mcp, memory, pipelines, setup, store, wiki, workspace
 from memoryd.cli.common import JsonOpt, console, err, fail, open_memory, print_json
 from memoryd.errors import MemorydError
 from memoryd.settings import Settings
@@ -86,6 +86,7 @@ store.register(app)
 pipelines.register(app)  # run, pipelines, rem-backfill, dream, commitments
 backup.register(app)  # backup, restore-backup, export, import
 workspace.register(app)
+wiki.register(app)  # wiki compile/search/get/apply/lint
 
 
 def main() -> None:

@@ -42,7 +42,8 @@ decided, learned or finished (one fact per call, with its category);
 memory_update when a remembered fact changed. Before your context is compacted,
 memory_flush what must survive; when a session ends (/new, /reset, task done),
 memory_session_end. Cite file hits by their citation and read more lines with
-memory_get."""
+memory_get. For what is known about a person, project or topic (claims with
+their evidence and status), wiki_search and wiki_get."""
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -70,6 +71,10 @@ def build_server(memory: Memory, scope_of: Callable[[Context], Scope]) -> MCPSer
         (tools.memory_session_end, _WRITE),
         (tools.memory_rem_backfill, _WRITE),
         (tools.memory_commitments, _WRITE),
+        (tools.wiki_search, _READ_ONLY),
+        (tools.wiki_get, _READ_ONLY),
+        (tools.wiki_apply, _WRITE),
+        (tools.wiki_lint, _READ_ONLY),
         (tools.memory_update, _WRITE),
         (tools.memory_delete, _DESTRUCTIVE),
     ):

@@ -18,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 from starlette.requests import Request
 
+from memoryd import wiki
 from memoryd.audit import note
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, MemorydError, NotFoundError, PermissionDeniedError
@@ -428,6 +429,75 @@ class MemoryTools:
             else commitments.listing(self.memory, agent)
         )
         return {"results": [c.to_json() for c in items]}
+
+    @tool_errors
+    def wiki_search(
+        self,
+        ctx: Context,
+        query: Annotated[str, Field(description="a name or topic, e.g. 'Ana Ruiz' or 'staging'")],
+        limit: Annotated[int, Field(ge=1, le=100, description="claims at most")] = 10,
+    ) -> dict[str, Any]:
+        """Search the memory wiki: the agent's durable knowledge compiled into pages (one per
+        person, project or topic) of claims, each with its evidence (fact ids, file lines),
+        status (current, contested, stale, superseded) and dates. Use it for "what do we
+        know about X"; use memory_search for what was said in conversations."""
+        scope = self._begin(ctx, "wiki_search")
+        return {"results": wiki.search(self.memory, self._workspace(scope), query, limit)}
+
+    @tool_errors
+    def wiki_get(
+        self,
+        ctx: Context,
+        page: Annotated[str, Field(description="the page's title, from wiki_search")],
+    ) -> dict[str, Any]:
+        """Read one wiki page (a person, project or topic) after wiki_search found it: its
+        claims, each with evidence to cite or check with memory_get, status and dates, and
+        the page's Markdown."""
+        scope = self._begin(ctx, "wiki_get")
+        return {"result": wiki.get(self.memory, self._workspace(scope), page)}
+
+    @tool_errors
+    def wiki_apply(
+        self,
+        ctx: Context,
+        op: Annotated[
+            Literal["add", "retire"],
+            Field(description="add a claim with evidence, or retire a claim that no longer holds"),
+        ],
+        page: Annotated[str | None, Field(description="add: the page (entity or topic)")] = None,
+        text: Annotated[str | None, Field(description="add: the claim, one statement")] = None,
+        evidence: Annotated[
+            list[str] | None,
+            Field(description='add: "fact:<memory id>" or "memory/2026-03-01.md#L4-L6" items'),
+        ] = None,
+        confidence: Annotated[float, Field(ge=0, le=1, description="add: 0-1")] = 1.0,
+        claim_id: Annotated[str | None, Field(description="retire: the claim's id")] = None,
+        status: Annotated[
+            Literal["superseded", "stale"], Field(description="retire: the new status")
+        ] = "superseded",
+        reason: Annotated[str | None, Field(description="retire: why")] = None,
+    ) -> dict[str, Any]:
+        """Change the wiki by a structured edit, never a free rewrite: add a claim citing
+        where it was said (refused without evidence that resolves), or retire a claim.
+        The page is recompiled; the edit survives later compiles."""
+        scope = self._begin(ctx, "wiki_apply")
+        edit = (
+            wiki.Edit(op="retire", claim=claim_id, status=status, reason=reason)
+            if op == "retire"
+            else wiki.Edit(
+                op="add", page=page, text=text, evidence=list(evidence or []), confidence=confidence
+            )
+        )
+        claim, report = wiki.apply(self.memory, self._workspace(scope), edit)
+        return {"claim": claim.to_json() if claim else None, "compile": report.to_json()}
+
+    @tool_errors
+    def wiki_lint(self, ctx: Context) -> dict[str, Any]:
+        """Problems of the wiki to fix with wiki_apply: broken [[links]], claims without or
+        with unresolvable evidence, contradictions (retire the claim that no longer holds),
+        stale pages, orphan pages."""
+        scope = self._begin(ctx, "wiki_lint")
+        return {"problems": wiki.lint(self.memory, self._workspace(scope))}
 
     @tool_errors
     def memory_update(

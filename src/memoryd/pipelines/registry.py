@@ -81,6 +81,7 @@ BUILTIN_MODULES = (
     "memoryd.pipelines.structured",
     "memoryd.pipelines.commitments",
     "memoryd.pipelines.lessons",
+    "memoryd.pipelines.wiki",
 )
 
 

@@ -27,6 +27,7 @@ DREAMS_FILE = "DREAMS.md"
 #: ``memory/structured/``: facts exported per category (pipelines/structured.py); not indexed,
 #: its lines are memories already searchable.
 STRUCTURED_DIR = "structured"
+WIKI_DIR = "wiki"  # the memory wiki's vault (memoryd/wiki/): compiled, not indexed
 #: Read at session start, in this order (seed 004, section 3), before MEMORY.md.
 IDENTITY_FILES = ("SOUL.md", "IDENTITY.md", "USER.md", "AGENTS.md", "TOOLS.md")
 #: Where ``memoryd init --path`` records workspaces that are not at the default place.

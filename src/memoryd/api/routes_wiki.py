@@ -1,0 +1,122 @@
+"""The memory wiki over HTTP (:mod:`memoryd.wiki`): compile, search, get, apply, lint.
+
+A vault lives in an agent's workspace, which belongs to ``workspace.user_id``
+and the agent: every route checks the caller's key against that pair first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from memoryd import wiki
+from memoryd.api.auth import Principal, principal
+from memoryd.api.routes_workspace import _memory, _workspace
+
+router = APIRouter(prefix="/v1/wiki", tags=["wiki"])
+
+
+class CompileBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    dry_run: bool = False
+
+
+@router.post("/compile")
+async def compile_vault(
+    request: Request, body: CompileBody, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Compile the agent's durable memory into ``wiki/`` (only changed files are written)."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        ws = _workspace(mem, p, body.agent_id)
+        return wiki.compile_wiki(mem, ws, dry_run=body.dry_run).to_json()
+
+    return await run_in_threadpool(run)
+
+
+@router.get("/search")
+async def search(
+    request: Request,
+    agent_id: str,
+    q: str = Query(max_length=2000),
+    limit: int = Query(default=10, ge=1, le=100),
+    p: Principal = Depends(principal),
+) -> dict[str, Any]:
+    """Claims matching ``q``, best first, each with its page, status and evidence."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        return {"results": wiki.search(mem, _workspace(mem, p, agent_id), q, limit)}
+
+    return await run_in_threadpool(run)
+
+
+@router.get("/pages/{page}")
+async def get_page(
+    request: Request, page: str, agent_id: str, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """One page: its claims and its Markdown."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        return {"result": wiki.get(mem, _workspace(mem, p, agent_id), page)}
+
+    return await run_in_threadpool(run)
+
+
+class ApplyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    op: Literal["add", "retire"]
+    page: str | None = Field(default=None, max_length=500)
+    text: str | None = Field(default=None, max_length=20_000)
+    evidence: list[str] = Field(default_factory=list, max_length=100)
+    confidence: float = Field(default=1.0, ge=0, le=1)
+    claim_id: str | None = Field(default=None, max_length=64)
+    status: Literal["superseded", "stale"] = "superseded"
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+@router.post("/apply")
+async def apply_edit(
+    request: Request, body: ApplyBody, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """A structured edit: add a claim with evidence that resolves, or retire a claim."""
+    mem = _memory(request)
+    edit = (
+        wiki.Edit(op="retire", claim=body.claim_id, status=body.status, reason=body.reason)
+        if body.op == "retire"
+        else wiki.Edit(
+            op="add",
+            page=body.page,
+            text=body.text,
+            evidence=body.evidence,
+            confidence=body.confidence,
+        )
+    )
+
+    def run() -> dict[str, Any]:
+        claim, report = wiki.apply(mem, _workspace(mem, p, body.agent_id), edit)
+        return {"claim": claim.to_json() if claim else None, "compile": report.to_json()}
+
+    return await run_in_threadpool(run)
+
+
+@router.get("/lint")
+async def lint(
+    request: Request, agent_id: str, p: Principal = Depends(principal)
+) -> dict[str, Any]:
+    """Broken links, claims without evidence, contradictions, stale and orphan pages."""
+    mem = _memory(request)
+
+    def run() -> dict[str, Any]:
+        return {"problems": wiki.lint(mem, _workspace(mem, p, agent_id))}
+
+    return await run_in_threadpool(run)

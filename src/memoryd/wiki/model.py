@@ -1,0 +1,104 @@
+"""The wiki's records: a :class:`Claim` (one statement with its evidence) on a :class:`Page`.
+
+A claim's id is a digest of its page and its normalised text, so the same
+statement compiled again keeps its id, and an edit applied to it (retired,
+say) still finds it after a recompile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memoryd.errors import InvalidInputError
+
+STATUSES = ("current", "stale", "contested", "superseded")
+RETIRED = ("superseded", "stale")  # what wiki_apply may set a claim to
+MAX_TITLE = 120
+_UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]+')
+
+
+@dataclass
+class Claim:
+    """One statement on a page. ``evidence`` cites where it was said: ``fact:<memory id>``
+    or a workspace file's lines (``memory/2026-03-01.md#L12-L14``)."""
+
+    id: str
+    page: str  # the page title
+    text: str
+    evidence: list[str]
+    status: str = "current"
+    valid_from: str | None = None  # ISO dates
+    valid_until: str | None = None
+    confirmed: str | None = None  # when a source last said it (freshness)
+    confidence: float = 1.0
+    origin: str = "fact"  # fact | memory-md | applied
+    note: str | None = None  # why it is contested / retired
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Claim:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass
+class Page:
+    title: str
+    kind: str  # entity | topic
+    claims: list[Claim] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # titles of pages this one links to
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.title}.md"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "kind": self.kind,
+            "file": self.file_name,
+            "links": self.links,
+            "claims": [c.to_json() for c in self.claims],
+        }
+
+
+def normalise(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def claim_id(page: str, text: str) -> str:
+    digest = hashlib.blake2b(f"{page}\0{normalise(text).casefold()}".encode(), digest_size=5)
+    return "c" + digest.hexdigest()
+
+
+def page_title(raw: str, *, strict: bool = True) -> str:
+    """A title that is also a safe, Obsidian-friendly file name (``[[Title]]`` finds it).
+
+    ``strict`` (a caller's title): a path-like one is refused. Otherwise (a heading
+    or a category the compiler names a page after) its slashes become spaces."""
+    if not isinstance(raw, str):
+        raise InvalidInputError("a page title must be text", 'pass a name such as "Ana Ruiz"')
+    if strict and ("/" in raw or "\\" in raw or raw.strip().startswith(".")):
+        raise InvalidInputError(
+            f"page title {raw!r} looks like a path",
+            "a page is named, not located: no / or \\, and no leading dot",
+        )
+    title = _UNSAFE.sub(" ", unicodedata.normalize("NFC", raw))
+    title = " ".join(title.split()).strip(". ")
+    if not strict:  # a name the compiler found: always a page, never an error
+        return title[:MAX_TITLE].rstrip(". ") or "Untitled"
+    if not title:
+        raise InvalidInputError(
+            f"{raw!r} is not a usable page title",
+            'use letters or digits; / \\ : * ? " < > | # ^ [ ] are not allowed',
+        )
+    if len(title) > MAX_TITLE:
+        raise InvalidInputError(
+            f"page title is {len(title)} characters (at most {MAX_TITLE})", "use a shorter name"
+        )
+    return title
