@@ -23,11 +23,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from memoryd.atomic import sync_folder
 from memoryd.core import Memory
 from memoryd.models import Filters, Origin
-from memoryd.pipelines.index_md import replace_atomic
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.workspace.layout import STRUCTURED_DIR, Workspace
 
@@ -70,38 +69,9 @@ def render(memory: Memory, ws: Workspace) -> dict[str, str]:
 
 def write_structured(memory: Memory, ws: Workspace, *, dry_run: bool = False) -> StructuredResult:
     """Bring ``memory/structured/`` in line with the store; only changed files are written."""
-    folder = ws.memory_dir / STRUCTURED_DIR
-    wanted = render(memory, ws)
-    result = StructuredResult()
-    for name, text in wanted.items():
-        path = folder / name
-        data = text.encode("utf-8")
-        try:
-            same = path.read_bytes() == data
-        except FileNotFoundError:
-            same = False
-        if same:
-            result.unchanged += 1
-            continue
-        result.written.append(name)
-        if not dry_run:
-            replace_atomic(path, data)
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.md")):
-            if path.name in wanted or MARKER not in _head(path):
-                continue
-            result.removed.append(path.name)
-            if not dry_run:
-                path.unlink()
-    return result
-
-
-def _head(path: Path) -> str:
-    try:
-        with path.open("rb") as f:
-            return f.read(400).decode("utf-8", "replace")
-    except OSError:
-        return ""
+    wanted = {name: text.encode("utf-8") for name, text in render(memory, ws).items()}
+    done = sync_folder(ws.memory_dir / STRUCTURED_DIR, wanted, MARKER, dry_run=dry_run)
+    return StructuredResult(done.written, done.removed, done.unchanged)
 
 
 def refresh_structured(ctx: PipelineContext, result: RunResult, agents: Iterable[str]) -> None:

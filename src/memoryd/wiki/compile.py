@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from memoryd.atomic import replace_bytes
+from memoryd.atomic import sync_folder
 from memoryd.core import Memory
 from memoryd.errors import PermissionDeniedError
 from memoryd.models import Event, Filters, MemoryRecord, Origin
@@ -415,32 +415,6 @@ def compile_wiki(
             f"{root} is a symlink; memoryd writes the wiki only as a real folder",
             "replace the symlink with a folder",
         )
-    for rel, data in files.items():
-        path = root / rel
-        try:
-            same = path.read_bytes() == data
-        except OSError:
-            same = False
-        if same:
-            report.unchanged += 1
-            continue
-        report.written.append(rel)
-        if not dry_run:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            replace_bytes(path, data)
-    if root.is_dir():  # generated pages nothing compiles to any more
-        for path in sorted(root.glob("*.md")):
-            if path.name in files or not _generated(path):
-                continue
-            report.removed.append(path.name)
-            if not dry_run:
-                path.unlink()
+    done = sync_folder(root, files, MARKER, dry_run=dry_run)
+    report.written, report.removed, report.unchanged = done.written, done.removed, done.unchanged
     return report
-
-
-def _generated(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            return MARKER.encode() in f.read(2000)
-    except OSError:
-        return False
