@@ -161,3 +161,45 @@ def test_the_llm_names_the_session_when_one_is_configured(
             note = write_session_note(mem, ws, SESSION)
             assert note.slug_source == "keywords" and note.path.endswith("-redis-cache.md")
             assert (ws.root / note.path).is_file()
+
+
+def test_seed_003_folders_are_categories_and_summaries_take_session_notes(
+    memory: Memory, ws: Workspace
+) -> None:
+    """A workspace laid out the organizer's way (seed 003): files under memory/entities/,
+    patterns/, summaries/, events/ are searched as those categories, and session notes
+    go to memory/summaries/ once that folder exists."""
+    from memoryd.models import Filters
+    from memoryd.workspace.indexer import index_workspace
+
+    (ws.memory_dir / "entities").mkdir()
+    (ws.memory_dir / "entities" / "acme.md").write_text(
+        "# Acme Corp\n\nClient since 2024; their servers run in eu-west-1.\n"
+    )
+    (ws.memory_dir / "patterns").mkdir()
+    (ws.memory_dir / "patterns" / "deploy.md").write_text(
+        "# Deploy pattern\n\nBlue-green deploys to eu-west-1 with a canary first.\n"
+    )
+    (ws.memory_dir / "summaries").mkdir()
+    index_workspace(memory, ws)
+    owner = ws.settings.user_id
+    hits = memory.search(
+        "eu-west-1", user_id=owner, agent_id=ws.agent_id, filters=Filters(categories=["entities"])
+    )
+    assert [h.record.source.path for h in hits] == ["memory/entities/acme.md"]
+    both = memory.search("eu-west-1", user_id=owner, agent_id=ws.agent_id)
+    found = {h.record.source.path: h.record.category for h in both}
+    assert found["memory/entities/acme.md"] == "entities"
+    assert found["memory/patterns/deploy.md"] == "patterns"
+    assert found.get("MEMORY.md", "none") in (None, "none")  # other files keep no category
+    note = write_session_note(memory, ws, SESSION)
+    assert note.path.startswith("memory/summaries/") and (ws.root / note.path).is_file()
+    assert (
+        memory.search(
+            "redis migration",
+            user_id=owner,
+            agent_id=ws.agent_id,
+            filters=Filters(categories=["summaries"]),
+        )[0].record.source.path
+        == note.path
+    )

@@ -40,7 +40,7 @@ from memoryd.workspace.chunking import (
     turn_words,
 )
 from memoryd.workspace.files import SkippedFile, read_markdown, split_lines
-from memoryd.workspace.layout import Workspace, classify
+from memoryd.workspace.layout import Workspace, classify, folder_category
 
 log = logging.getLogger("memoryd.workspace")
 
@@ -277,6 +277,7 @@ class Indexer:
                     user_id=self.user_id,
                     agent_id=self.ws.agent_id,
                     origin=Origin.CHUNK,
+                    category=folder_category(rel),
                     source=Source(path=rel, start_line=chunk.start_line, end_line=chunk.end_line),
                     context=context,
                     metadata={
@@ -297,7 +298,9 @@ class Indexer:
     def label(self, rel: str) -> str:
         """How ``rel`` is chunked; a file whose chunks say otherwise is chunked again."""
         turns = classify(rel).kind in CONVERSATION_KINDS
-        return f"{self.plan.label}/turns" if turns else self.plan.label
+        label = f"{self.plan.label}/turns" if turns else self.plan.label
+        # files indexed before their folder became a category are indexed again, once
+        return f"{label}/category" if folder_category(rel) else label
 
     def _context(self, rel: str, headings: tuple[str, ...]) -> str:
         """The heading path, kept within the tokens the chunk plan leaves for it."""

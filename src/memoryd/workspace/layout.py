@@ -27,6 +27,11 @@ DREAMS_FILE = "DREAMS.md"
 #: ``memory/structured/``: facts exported per category (pipelines/structured.py); not indexed,
 #: its lines are memories already searchable.
 STRUCTURED_DIR = "structured"
+# seed 003's on-demand folders under memory/: a file there is found by searching its
+# folder as a category (``memoryd search --category entities``); session notes go to
+# summaries/ when a workspace has that folder
+ORGANIZER_FOLDERS = ("entities", "patterns", "summaries", "events")
+SUMMARIES_DIR = "summaries"
 WIKI_DIR = "wiki"  # the memory wiki's vault (memoryd/wiki/): compiled, not indexed
 #: Read at session start, in this order (seed 004, section 3), before MEMORY.md.
 IDENTITY_FILES = ("SOUL.md", "IDENTITY.md", "USER.md", "AGENTS.md", "TOOLS.md")
@@ -66,6 +71,14 @@ def file_date(name: str) -> date | None:
         return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
     except ValueError:
         return None
+
+
+def folder_category(rel_path: str) -> str | None:
+    """``entities`` for ``memory/entities/acme.md`` (seed 003's folders), else ``None``."""
+    parts = rel_path.split("/")
+    if len(parts) >= 3 and parts[0] == MEMORY_DIR and parts[1] in ORGANIZER_FOLDERS:
+        return parts[1]
+    return None
 
 
 def classify(rel_path: str) -> FileKind:

@@ -27,7 +27,7 @@ from memoryd.errors import InvalidInputError, LimitExceededError, MemorydError
 from memoryd.llm import LLM
 from memoryd.workspace.files import append_section, create_exclusive
 from memoryd.workspace.indexer import index_workspace
-from memoryd.workspace.layout import Workspace, local_now
+from memoryd.workspace.layout import SUMMARIES_DIR, Workspace, local_now
 
 log = logging.getLogger("memoryd.workspace")
 
@@ -201,13 +201,17 @@ def _render_note(
 
 
 def _create_unique(ws: Workspace, stem: str, body: str) -> str:
+    """The note as ``memory/<stem>.md`` (OpenClaw's layout), or under ``memory/summaries/``
+    when the workspace has that folder (seed 003's layout: session summaries there)."""
+    summaries = ws.memory_dir / SUMMARIES_DIR
+    folder = summaries if summaries.is_dir() and not summaries.is_symlink() else ws.memory_dir
     for n in range(1, 1000):
         name = f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
         try:
-            create_exclusive(ws.memory_dir / name, body)
+            create_exclusive(folder / name, body)
         except FileExistsError:
             continue
-        return f"{ws.memory_dir.name}/{name}"
+        return ws.rel(folder / name)
     raise LimitExceededError(
         f"too many session notes named {stem}", "pass a session with different content"
     )
