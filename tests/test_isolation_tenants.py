@@ -162,6 +162,24 @@ class IsolationMachine(RuleBasedStateMachine):
             assert r.status_code == 200, r.text
         t.owned.clear()
         t.leaks.clear()
+        # every scope starts with a memory of its own (a shared one for each user), so
+        # every search and list the machine allows has answers to check, however few
+        # adds the drawn steps happen to make
+        for n, (user, agent) in enumerate((u, a) for u in USERS for a in AGENTS):
+            category = CATEGORIES[n % len(CATEGORIES)]
+            text = f"{user} {agent or 'none'} {WORDS[n % len(WORDS)]} seed{n}"
+            body = {
+                "text": text,
+                "user_id": user,
+                "infer": False,
+                "metadata": {"category": category},
+            }
+            if agent:
+                body["agent_id"] = agent
+            r = t.client.post("/memory/add", json=body, headers=admin)
+            assert r.status_code == 200, r.text
+            for event in r.json()["results"]:
+                t.owned[event["id"]] = Owned(user, agent, category, text)
 
     def _check_results(
         self, what: str, results: list[dict[str, Any]], key: Key, user: Any, agent: Any, pool: bool

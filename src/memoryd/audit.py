@@ -140,7 +140,7 @@ class AuditMiddleware:
 
 
 def _principal_name(settings: Settings, request: Request) -> str | None:
-    from memoryd.api.auth import AuthenticationError, authenticate, token_from
+    from memoryd.access import AuthenticationError, authenticate, token_from
 
     try:
         return authenticate(settings, token_from(request)).name

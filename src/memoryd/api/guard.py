@@ -30,7 +30,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memoryd.api.auth import AuthenticationError, authenticate
+from memoryd.access import AuthenticationError, authenticate
 from memoryd.settings import Settings
 
 MAX_SEGMENT = 255

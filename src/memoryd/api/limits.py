@@ -140,7 +140,7 @@ class LimitsMiddleware:
         or the client address when no key is presented."""
         from starlette.requests import Request
 
-        from memoryd.api.auth import token_from
+        from memoryd.access import token_from
 
         token = token_from(Request(scope))
         if token:

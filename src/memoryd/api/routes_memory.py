@@ -29,11 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from memoryd import audit
+from memoryd.access import visible
 from memoryd.api.auth import Principal, principal
 from memoryd.api.shapes import event_out, history_out, hit_out, record_out
 from memoryd.conversation import parse_time
 from memoryd.core import Memory
-from memoryd.errors import InvalidInputError, NotFoundError
+from memoryd.errors import InvalidInputError
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
 from memoryd.search.tiers import LONG_TERM, SHARED, SHORT_TERM
 
@@ -200,10 +201,7 @@ def _owned(
     mem: Memory, p: Principal, memory_id: str, include_deleted: bool = False
 ) -> MemoryRecord:
     """The record, if it exists and the key may see it; 404 either way otherwise."""
-    record = mem.get(memory_id, include_deleted=include_deleted)
-    if not p.can_access(record.user_id, record.agent_id):
-        raise NotFoundError(f"no memory with id {memory_id}", "check the id with /memory/list")
-    return record
+    return visible(mem, p, memory_id, include_deleted=include_deleted)
 
 
 def _top(hits: list[SearchHit]) -> float | None:

@@ -36,13 +36,12 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from memoryd.api.auth import AuthenticationError, Principal, authenticate, token_from
+from memoryd.access import AuthenticationError, Principal, authenticate, token_from, visible
 from memoryd.audit import read_recent
 from memoryd.core import Memory
 from memoryd.errors import (
     InvalidInputError,
     MemorydError,
-    NotFoundError,
     PermissionDeniedError,
     ReadOnlyError,
 )
@@ -312,20 +311,6 @@ def search_in(memory: Memory, pairs: Sequence[Pair], query: Query, f: Filters) -
             if hit.id not in hits or hits[hit.id].score < hit.score:
                 hits[hit.id] = hit
     return sorted(hits.values(), key=lambda h: -h.score)[: query.top_k]
-
-
-def visible_record(memory: Memory, principal: Principal, memory_id: str) -> MemoryRecord:
-    """The record, deleted or not, if the principal may see it; otherwise "not found".
-
-    Out-of-scope ids answer exactly like missing ones, so a scoped key cannot
-    probe which ids exist in other users' memory.
-    """
-    record = memory.store.get(memory_id)
-    if record is None or not can_see(principal, record):
-        raise NotFoundError(
-            f"no memory with id {memory_id}", "check the id, or search for the memory instead"
-        )
-    return record
 
 
 # -- overview aggregates --------------------------------------------------------------------------
@@ -857,7 +842,7 @@ def _memory_view(
     draft: str | None = None,
 ) -> Response:
     mem = _memory(request)
-    record = visible_record(mem, principal, memory_id)
+    record = visible(mem, principal, memory_id, include_deleted=True)
     return render(
         request,
         "memory.html",
@@ -893,7 +878,7 @@ def edit(
     category: str = Form(""),
 ) -> Response:
     mem = _memory(request)
-    record = visible_record(mem, principal, memory_id)
+    record = visible(mem, principal, memory_id, include_deleted=True)
     category = category.strip()
     metadata = {"category": category or None} if category != (record.category or "") else None
     new_text = text if text != record.text else None
@@ -917,7 +902,7 @@ def edit(
 @form_page
 def delete(request: Request, principal: Principal, memory_id: str) -> Response:
     mem = _memory(request)
-    record = visible_record(mem, principal, memory_id)
+    record = visible(mem, principal, memory_id, include_deleted=True)
     try:
         mem.delete(record.id, user_id=record.user_id, actor=principal.name, reason="dashboard")
     except ReadOnlyError as exc:  # a file excerpt: the page says which file to edit
@@ -929,7 +914,7 @@ def delete(request: Request, principal: Principal, memory_id: str) -> Response:
 @form_page
 def restore(request: Request, principal: Principal, memory_id: str) -> Response:
     mem = _memory(request)
-    record = visible_record(mem, principal, memory_id)
+    record = visible(mem, principal, memory_id, include_deleted=True)
     mem.restore(record.id, user_id=record.user_id, actor=principal.name)
     return _redirect(f"/ui/memory/{record.id}?notice=restored")
 

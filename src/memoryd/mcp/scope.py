@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from memoryd.api.auth import Principal
+from memoryd.access import Principal
 from memoryd.errors import PermissionDeniedError
 from memoryd.models import MemoryRecord
 from memoryd.settings import Settings

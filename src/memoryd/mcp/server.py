@@ -24,7 +24,7 @@ from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
 import memoryd
-from memoryd.api.auth import authenticate, token_from
+from memoryd.access import authenticate, token_from
 from memoryd.core import Memory
 from memoryd.errors import MemorydError, PermissionDeniedError
 from memoryd.mcp.scope import Scope, configured_scope, request_scope
