@@ -42,6 +42,22 @@ def pipeline_settings(home: Path, **sections: dict[str, Any]) -> Settings:
     return s
 
 
+def face_env(home: Path, agent: str = "dev", **extra: str) -> dict[str, str]:
+    """The environment of a CLI or ``memoryd mcp`` process on the store under ``home``
+    (acting as ``agent``): no watcher, no scheduler, no stray config, the shared model cache."""
+    return {
+        "MEMORYD_HOME": str(home),
+        "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(home / "no-openclaw"),
+        "MEMORYD_WORKSPACE__WATCH": "false",
+        "MEMORYD_PIPELINES__SCHEDULER": "false",
+        "MEMORYD_MCP__AGENT_ID": agent,
+        "MEMORYD_CONFIG": "",
+        "HOME": str(home / "userhome"),
+        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
+        **extra,
+    }
+
+
 def workspace(settings: Settings, agent: str) -> Path:
     root = settings.home / "workspaces" / agent
     (root / "memory").mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,6 @@ the fake OpenAI server (tests/fake_llm.py); CLI, HTTP and MCP each once."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
@@ -29,7 +28,7 @@ from memoryd.pipelines.scheduler import enabled_specs
 from memoryd.settings import Settings
 from tests.fake_llm import FakeLLM
 from tests.mcp_client import McpSession
-from tests.pipelines_kit import FixedClock, pipeline_settings, workspace
+from tests.pipelines_kit import FixedClock, face_env, pipeline_settings, workspace
 
 DAY = date(2026, 3, 10)  # a Tuesday
 AT = time(9, 0)
@@ -191,18 +190,11 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
         say(m, "dev", "I have an interview tomorrow.", channel="telegram")
         say(m, "dev", "The launch is in 2 days, remind me.")
         run_pipeline(m, "commitments")  # both are long due by the real clock
-    env = {
-        "MEMORYD_HOME": str(tmp_path),
-        "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(tmp_path / "no-openclaw"),
-        "MEMORYD_WORKSPACE__WATCH": "false",
-        "MEMORYD_PIPELINES__SCHEDULER": "false",
-        "MEMORYD_MCP__AGENT_ID": "dev",
-        "MEMORYD_COMMITMENTS__ENABLED": "true",
-        "MEMORYD_COMMITMENTS__EXPIRE_AFTER_HOURS": "1000000",
-        "MEMORYD_CONFIG": "",
-        "HOME": str(tmp_path / "userhome"),
-        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
-    }
+    env = face_env(
+        tmp_path,
+        MEMORYD_COMMITMENTS__ENABLED="true",
+        MEMORYD_COMMITMENTS__EXPIRE_AFTER_HOURS="1000000",
+    )
     out = CliRunner().invoke(cli_app, ["commitments", "list", "-a", "dev", "--json"], env=env)
     assert out.exit_code == 0, out.output
     assert [c["status"] for c in json.loads(out.output)] == ["pending", "pending"]

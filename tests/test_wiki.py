@@ -6,7 +6,6 @@ Real files, the real store and model."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
@@ -27,7 +26,7 @@ from memoryd.models import Source
 from memoryd.settings import Settings
 from memoryd.workspace import Workspace, resolve_workspace
 from tests.mcp_client import McpSession
-from tests.pipelines_kit import FixedClock, pipeline_settings, workspace
+from tests.pipelines_kit import FixedClock, face_env, pipeline_settings, workspace
 
 MEMORY_MD = """# MEMORY.md
 
@@ -268,16 +267,7 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
     settings = make_settings(tmp_path)
     with Memory(settings, embedder=embedder) as m:
         seed(m)
-    env = {
-        "MEMORYD_HOME": str(tmp_path),
-        "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(tmp_path / "no-openclaw"),
-        "MEMORYD_WORKSPACE__WATCH": "false",
-        "MEMORYD_PIPELINES__SCHEDULER": "false",
-        "MEMORYD_MCP__AGENT_ID": "dev",
-        "MEMORYD_CONFIG": "",
-        "HOME": str(tmp_path / "userhome"),
-        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
-    }
+    env = face_env(tmp_path)
     runner = CliRunner()
     out = runner.invoke(cli_app, ["wiki", "compile", "-a", "dev", "--json"], env=env)
     assert out.exit_code == 0, out.output
