@@ -71,6 +71,41 @@ def test_a_conversation_sent_over_several_calls_stays_linked_per_session(memory:
     assert memory.get(other[0].id or "").context == "Caroline"  # another session: no link
 
 
+def test_turns_know_their_place_and_matching_neighbours_lift_each_other(
+    memory: Memory,
+) -> None:
+    """Each turn records its place in its conversation, counted across calls; a search
+    lifts a turn by ``neighbour_boost`` x the best score of the turns within two of it,
+    and leaves memories without a place (a plain text) as they were."""
+    talk = [
+        ("Ana", "We adopted a puppy last weekend."),
+        ("Ben", "No way! What breed is the puppy?"),
+        ("Ana", "A beagle puppy called Biscuit, he loves the park."),
+        ("Ben", "I need to fix my bike's brakes this week."),
+    ]
+    first = [{"role": "user", "name": n, "content": t} for n, t in talk[:2]]
+    second = [{"role": "user", "name": n, "content": t} for n, t in talk[2:]]
+    memory.add(messages=first, user_id="u", metadata={"session": "s1"})
+    memory.add(messages=second, user_id="u", metadata={"session": "s1"})
+    memory.add("Biscuits are best with tea.", user_id="u")
+    stored = _stored(memory)
+    assert [stored[t].metadata["turn"] for _, t in talk] == [0, 1, 2, 3]
+    query = "what breed is Ana's puppy"
+    memory.settings.search.neighbour_boost = 0.0
+    alone = {h.id: h for h in memory.search(query, user_id="u", top_k=10, time_decay=False)}
+    memory.settings.search.neighbour_boost = 0.2
+    lifted = memory.search(query, user_id="u", top_k=10, time_decay=False)
+    near = [h for h in lifted if h.parts.neighbours]
+    assert len(near) >= 2  # the puppy turns lift each other
+    for h in lifted:
+        extra = h.parts.neighbours or 0.0
+        assert h.score == pytest.approx(min(1.0, alone[h.id].score + extra), abs=1e-6)
+        if h.record.metadata.get("turn") is None:
+            assert h.parts.neighbours is None  # no place in a conversation: never lifted
+    puppy = [h.id for h in lifted if "puppy" in h.text]
+    assert puppy == [h.id for h in lifted[: len(puppy)]]  # the conversation's puppy turns lead
+
+
 def test_the_vector_carries_the_previous_turn(memory: Memory) -> None:
     events = memory.add(messages=SESSION_1, user_id="u", infer=False)
     reply = memory.get(events[1].id or "")

