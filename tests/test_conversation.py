@@ -218,6 +218,8 @@ def test_diary_turns_are_indexed_one_by_one_with_context(memory: Memory, tmp_pat
     )
     turn_chunks = [c for c in chunks if "speaker" in c.metadata]
     assert len(turn_chunks) == 4
+    places = [c.metadata["turn"] for c in turn_chunks]  # their order in the file, for search
+    assert places == sorted(places) and len(set(places)) == 4
     for chunk in turn_chunks:
         assert chunk.source is not None and chunk.source.start_line == chunk.source.end_line
         assert chunk.text == lines[chunk.source.start_line - 1]  # cites exactly its line

@@ -962,8 +962,9 @@ class Memory:
         one asked about. Only the best ``NEIGHBOUR_POOL_PER_HIT`` x ``top_k`` candidates
         are read (their records are reused for the hits). On LoCoMo (messages path,
         1,536 questions) evidence recall@10 0.746 -> 0.762, held-out conversations
-        0.723 -> 0.743. Memories without a turn position (facts, chunks, API texts) are
-        neither lifted nor lift others."""
+        0.723 -> 0.743. A conversation is a session of ``add(messages=...)`` calls, or a
+        diary file (its turn chunks). Memories without a turn position (facts, notes,
+        API texts) are neither lifted nor lift others."""
         pool = ranked[: max(top_k * NEIGHBOUR_POOL_PER_HIT, 20)]
         read = {r.id: r for r in self.store.get_many([t[4] for t in pool])}
         place: dict[str, tuple[tuple[Any, ...], int]] = {}
@@ -973,7 +974,9 @@ class Memory:
             turn = rec.metadata.get("turn") if rec is not None else None
             if rec is None or not isinstance(turn, int) or isinstance(turn, bool):
                 continue
-            thread = (rec.user_id, rec.agent_id, rec.run_id, str(rec.metadata.get("session")))
+            where = rec.source.path if rec.source is not None else None  # a diary's turns
+            session = rec.metadata.get("session")  # any JSON: compared as its text
+            thread = (rec.user_id, rec.agent_id, rec.run_id, str(session), where)
             place[mid] = (thread, turn)
             best[(thread, turn)] = max(best.get((thread, turn), 0.0), final)
         if len(place) < 2:

@@ -286,7 +286,12 @@ class Indexer:
                         "kind": kind.kind,
                         "evergreen": kind.evergreen,
                         "chunking": self.label(rel),
-                        **({"speaker": chunk.speaker} if chunk.speaker is not None else {}),
+                        # a turn's place in its file: search lifts turns whose neighbours match
+                        **(
+                            {"speaker": chunk.speaker, "turn": n}
+                            if chunk.speaker is not None
+                            else {}
+                        ),
                     },
                     created_at=now,
                     updated_at=now,
@@ -298,7 +303,8 @@ class Indexer:
     def label(self, rel: str) -> str:
         """How ``rel`` is chunked; a file whose chunks say otherwise is chunked again."""
         turns = classify(rel).kind in CONVERSATION_KINDS
-        label = f"{self.plan.label}/turns" if turns else self.plan.label
+        # "turns2": turn chunks carry their place (metadata.turn); older ones are redone once
+        label = f"{self.plan.label}/turns2" if turns else self.plan.label
         # files indexed before their folder became a category are indexed again, once
         return f"{label}/category" if folder_category(rel) else label
 
