@@ -69,7 +69,13 @@ def test_turns_keep_their_text_and_are_indexed_with_the_previous_turn(memory: Me
     second = memory.get(ids[1] or "")
     assert second.text == "Yup, the whole loop, it took five hours!"
     assert second.context is not None and "Which trail did you hike" in second.context
-    assert second.metadata == {"speaker": "Gina", "session": "s1", "role": "user", "message": 1}
+    assert second.metadata == {
+        "speaker": "Gina",
+        "session": "s1",
+        "role": "user",
+        "message": 1,
+        "turn": 1,
+    }
     # the answer turn is found by words only its question contains
     hits = memory.search("hike trail", user_id="conv", top_k=2, mode="keyword")
     assert ids[1] in [h.id for h in hits]
