@@ -147,10 +147,22 @@ _NAME = re.compile(r"\b[A-Z][\w'’-]*")
 _POSSESSIVE = re.compile(r"['’]s?$")  # "James's", "James'" -> "James" (not "Jame")
 
 
+def words(text: str) -> list[str]:
+    """The one keyword tokenising rule: runs of Unicode word characters (``\\w+``).
+
+    Documents and queries are cut by it on every store (SQLite's in-memory BM25,
+    PostgreSQL's tsvector), so a word splits the same way wherever it is indexed."""
+    return _WORD.findall(text)
+
+
+def query_words(query: str) -> list[str]:
+    """The query's distinct lower-case words, in order; single letters go, digits stay."""
+    return list(dict.fromkeys(w for w in words(query.lower()) if len(w) > 1 or w.isdigit()))
+
+
 def keyword_terms(query: str, limit: int = 64) -> list[str]:
     """Distinct lower-case terms worth matching; stopwords go unless nothing else is left."""
-    words = [w for w in _WORD.findall(query.lower()) if len(w) > 1 or w.isdigit()]
-    terms = list(dict.fromkeys(words))
+    terms = query_words(query)
     content = [t for t in terms if t not in STOPWORDS]
     return (content or terms)[:limit]
 

@@ -21,7 +21,6 @@ index when a row dies or when rows are compacted).
 from __future__ import annotations
 
 import math
-import re
 import sys
 import unicodedata
 from collections import Counter
@@ -31,9 +30,8 @@ from itertools import chain
 import numpy as np
 import Stemmer
 
-from memoryd.search.text import keyword_terms
+from memoryd.search.text import keyword_terms, words
 
-_WORD = re.compile(r"\w+")
 K1 = 1.2  # BM25 term-frequency saturation (FTS5's and Lucene's default)
 B = 0.75  # BM25 length normalisation
 
@@ -65,7 +63,7 @@ class Analyzer:
         return [cache[w] for w in words]
 
     def document(self, text: str) -> list[str]:
-        return self.stems(_WORD.findall(self.fold(text)))
+        return self.stems(words(self.fold(text)))
 
     def query(self, text: str) -> list[str]:
         """Distinct stems of the query's content words (stopwords dropped, see text.py)."""
@@ -130,17 +128,17 @@ class KeywordIndex:
             return
         self._ensure(max(rows) + 1)
         fold = self.analyzer.fold
-        word_lists = [_WORD.findall(fold(t)) for t in texts]
+        word_lists = [words(fold(t)) for t in texts]
         lens = np.fromiter((len(w) for w in word_lists), dtype=np.int64, count=len(word_lists))
-        words = list(chain.from_iterable(word_lists))
-        if not words:
+        corpus = list(chain.from_iterable(word_lists))
+        if not corpus:
             return
-        distinct = list(dict.fromkeys(words))
+        distinct = list(dict.fromkeys(corpus))
         stems = self.analyzer.stems(distinct)
         names = list(dict.fromkeys(stems))
         term_of = {t: i for i, t in enumerate(names)}
         word_term = {w: term_of[s] for w, s in zip(distinct, stems, strict=True)}
-        tokens = np.fromiter(map(word_term.__getitem__, words), np.int64, len(words))
+        tokens = np.fromiter(map(word_term.__getitem__, corpus), np.int64, len(corpus))
         docs = np.repeat(np.asarray(rows, dtype=np.int64), lens)
         keys, tfs = np.unique(docs * len(names) + tokens, return_counts=True)  # by row, term
         post_rows, post_terms = keys // len(names), keys % len(names)

@@ -51,6 +51,7 @@ from memoryd.models import (
     utcnow,
 )
 from memoryd.search.entities import names_of
+from memoryd.search.text import query_words, words
 from memoryd.settings import PostgresStoreSettings, StoreSettings
 from memoryd.store import Store, register_store
 
@@ -66,7 +67,6 @@ _COLUMNS = (
     "id, text, user_id, agent_id, run_id, category, metadata, origin, source_path, "
     "source_start, source_end, context, state, created_at, updated_at, event_at, hash"
 )
-_WORD = re.compile(r"\w+")
 
 
 def _import_psycopg() -> tuple[Any, Any, Any, type[Exception]]:
@@ -96,16 +96,14 @@ def redact(url: str) -> str:
 
 def _search_text(text: str) -> str:
     """Words only: what goes into the tsvector, cut exactly like queries are."""
-    return " ".join(_WORD.findall(text))
+    return " ".join(words(text))
 
 
 def _query_text(text: str) -> str:
     """The query's words as plain text for ``to_tsvector`` (which stems them and drops
-    stop words): the same ``\\w+`` cut as documents, at most 64 distinct words, and
-    single letters dropped as on SQLite. Nothing here is ever parsed as query syntax."""
-    words = _WORD.findall(text.lower())
-    unique = list(dict.fromkeys(w for w in words if len(w) > 1 or w.isdigit()))
-    return " ".join(unique[:64])
+    stop words): the same cut as documents (``search.text``), at most 64 distinct words,
+    and single letters dropped as on SQLite. Nothing here is ever parsed as query syntax."""
+    return " ".join(query_words(text)[:64])
 
 
 def _aware(dt: datetime | None) -> datetime | None:
