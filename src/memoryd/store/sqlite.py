@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import random
 import sqlite3
@@ -28,22 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from memoryd.errors import InvalidInputError, NotFoundError, StoreError
-from memoryd.models import (
-    Event,
-    Filters,
-    HistoryEntry,
-    MemoryRecord,
-    Origin,
-    RankFacts,
-    Source,
-    State,
-    content_hash,
-    utcnow,
-)
+from memoryd.errors import InvalidInputError, StoreError
+from memoryd.models import Filters, MemoryRecord, RankFacts
 from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
 from memoryd.store import register_store, snapshot
+from memoryd.store.sql import Connection, Dialect, SQLStore
 from memoryd.store.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -61,11 +50,6 @@ _INDEX_COLUMNS = (
     " CASE json_type(metadata, '$.person') WHEN 'text'"
     " THEN json_extract(metadata, '$.person') END,"
     " embedding, index_text"
-)
-
-_COLUMNS = (
-    "id, text, user_id, agent_id, run_id, category, metadata, origin, source_path, "
-    "source_start, source_end, context, state, created_at, updated_at, event_at, hash"
 )
 
 
@@ -196,16 +180,8 @@ MIGRATIONS: builtins.list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
 ]
 
 
-def _ts(dt: datetime | None) -> float | None:
-    return None if dt is None else dt.timestamp()
-
-
 def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, UTC)
-
-
-def _opt_dt(ts: float | None) -> datetime | None:
-    return None if ts is None else _dt(ts)
 
 
 def _pack(vector: Any) -> bytes | None:
@@ -214,7 +190,32 @@ def _pack(vector: Any) -> bytes | None:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
-class SQLiteStore:
+def _unpack(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32).copy()
+
+
+#: Timestamps are epoch seconds (REAL), embeddings packed float32 BLOBs, lists are
+#: expanded into ``?`` marks 500 at a time (older SQLite builds allow 999), and the
+#: keyword column holds ``index_text`` as it is (keywords.py analyses it in memory).
+DIALECT = Dialect(
+    mark="?",
+    seq="rowid",
+    batch=500,
+    time_in=datetime.timestamp,
+    time_out=_dt,
+    vector_in=_pack,
+    vector_out=_unpack,
+    keyword_column="index_text",
+    keyword_in=str,
+    keyword_value="?",
+    vector_value="?",
+    row_lock="",  # one writer at a time: BEGIN IMMEDIATE already serialises writes
+)
+
+
+class SQLiteStore(SQLStore):
+    dialect = DIALECT
+
     def __init__(self, url: str, settings: StoreSettings | None = None) -> None:
         settings = settings or StoreSettings()
         path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
@@ -343,30 +344,9 @@ class SQLiteStore:
                 delay = min(delay * 2, 1.0)
 
     @contextmanager
-    def atomic(self) -> Iterator[None]:
-        with self._write():
-            yield
-
-    def get_meta(self, key: str) -> str | None:
+    def _read(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
-
-    def kv_get(self, key: str) -> Any:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def kv_set(self, key: str, value: Any) -> None:
-        with self._write() as db:
-            if value is None:
-                db.execute("DELETE FROM kv WHERE key=?", (key,))
-            else:
-                db.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (key, json.dumps(value)))
+            yield self._db
 
     @contextmanager
     def run_lock(self, name: str, ttl_s: float = 3600) -> Iterator[bool]:
@@ -393,322 +373,22 @@ class SQLiteStore:
                     db.execute("DELETE FROM locks WHERE name=? AND owner=?", (name, owner))
 
     # -- rows -------------------------------------------------------------------------------
-    def _row_to_record(self, row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
-        (
-            mid,
-            text,
-            user_id,
-            agent_id,
-            run_id,
-            category,
-            metadata,
-            origin,
-            spath,
-            sstart,
-            send,
-            context,
-            state,
-            created,
-            updated,
-            event_at,
-            text_hash,
-        ) = row
-        return MemoryRecord(
-            id=mid,
-            text=text,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            category=category,
-            metadata=json.loads(metadata),
-            origin=Origin(origin),
-            source=Source(path=spath, start_line=sstart, end_line=send) if spath else None,
-            context=context,
-            state=State(state),
-            created_at=_dt(created),
-            updated_at=_dt(updated),
-            event_at=_opt_dt(event_at),
-            hash=text_hash,
-        )
-
-    @staticmethod
-    def _values(r: MemoryRecord) -> tuple[Any, ...]:
-        return (
-            r.id,
-            r.text,
-            r.index_text,
-            r.user_id,
-            r.agent_id,
-            r.run_id,
-            r.category,
-            json.dumps(r.metadata, ensure_ascii=False),
-            str(r.origin),
-            r.source.path if r.source else None,
-            r.source.start_line if r.source else None,
-            r.source.end_line if r.source else None,
-            r.context,
-            str(r.state),
-            _ts(r.created_at),
-            _ts(r.updated_at),
-            _ts(r.event_at),
-            r.hash,
-            _pack(r.embedding),
-        )
-
-    def _history(
-        self,
-        db: sqlite3.Connection,
-        memory_id: str,
-        user_id: str,
-        event: Event,
-        old: MemoryRecord | None,
-        new: MemoryRecord | None,
-        actor: str | None,
-        reason: str | None,
-    ) -> None:
-        db.execute(
-            "INSERT INTO history (memory_id, user_id, event, old_text, new_text, old_metadata,"
-            " new_metadata, actor, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (
-                memory_id,
-                user_id,
-                str(event),
-                old.text if old else None,
-                new.text if new else None,
-                json.dumps(old.metadata, ensure_ascii=False) if old else None,
-                json.dumps(new.metadata, ensure_ascii=False) if new else None,
-                actor,
-                reason,
-                time.time(),
-            ),
-        )
-
-    def add(
-        self,
-        records: Sequence[MemoryRecord],
-        *,
-        actor: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        with self._write() as db:
-            for r in records:
-                try:
-                    db.execute(
-                        "INSERT INTO memories (id, text, index_text, user_id, agent_id, run_id,"
-                        " category, metadata, origin, source_path, source_start, source_end,"
-                        " context, state, created_at, updated_at, event_at, hash, embedding)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        self._values(r),
-                    )
-                except sqlite3.IntegrityError as exc:
-                    raise InvalidInputError(
-                        f"a memory with id {r.id} already exists",
-                        "use update() to change it, or let memoryd choose the id",
-                    ) from exc
-                self._history(db, r.id, r.user_id, Event.ADD, None, r, actor, reason)
-
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        with self._lock:
-            row = self._db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id=?", (memory_id,)
-            ).fetchone()
-        return self._row_to_record(row) if row else None
-
-    def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
-        if not ids:
-            return []
-        found: dict[str, MemoryRecord] = {}
-        with self._lock:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                for row in self._db.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE id IN ({marks})", chunk
-                ):
-                    found[row[0]] = self._row_to_record(row)
-        return [found[i] for i in ids if i in found]
-
-    def existing_ids(self, ids: Sequence[str]) -> set[str]:
-        return {r.id for r in self.get_many(ids)}
-
-    def get_embedding(self, memory_id: str) -> np.ndarray | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT embedding FROM memories WHERE id=?", (memory_id,)
-            ).fetchone()
-        if not row or row[0] is None:
-            return None
-        return np.frombuffer(row[0], dtype=np.float32).copy()
-
-    def update(
-        self,
-        record: MemoryRecord,
-        *,
-        event: Event = Event.UPDATE,
-        actor: str | None = None,
-        reason: str | None = None,
-    ) -> MemoryRecord:
-        with self._write() as db:
-            old = self.get(record.id)
-            if old is None:
-                raise NotFoundError(f"no memory with id {record.id}", "check the id with list")
-            record.hash = content_hash(record.text)
-            record.updated_at = utcnow()
-            values = self._values(record)
-            db.execute(
-                "UPDATE memories SET text=?, index_text=?, user_id=?, agent_id=?, run_id=?,"
-                " category=?, metadata=?, origin=?, source_path=?, source_start=?,"
-                " source_end=?, context=?, state=?, created_at=?, updated_at=?, event_at=?,"
-                " hash=?, embedding=COALESCE(?, embedding) WHERE id=?",
-                (*values[1:], record.id),
-            )
-            self._history(db, record.id, record.user_id, event, old, record, actor, reason)
-        return record
-
-    def set_state(
-        self,
-        memory_id: str,
-        state: State,
-        *,
-        event: Event,
-        actor: str | None = None,
-        reason: str | None = None,
-    ) -> MemoryRecord:
-        with self._write() as db:
-            old = self.get(memory_id)
-            if old is None:
-                raise NotFoundError(f"no memory with id {memory_id}", "check the id with list")
-            now = utcnow()
-            db.execute(
-                "UPDATE memories SET state=?, updated_at=? WHERE id=?",
-                (str(state), now.timestamp(), memory_id),
-            )
-            new = old.model_copy(update={"state": state, "updated_at": now})
-            self._history(db, memory_id, old.user_id, event, old, new, actor, reason)
-        return new
-
-    def purge(self, filters: Filters) -> int:
-        where, params = self._where(filters.model_copy(update={"states": []}))
-        with self._write() as db:
-            ids = [r[0] for r in db.execute(f"SELECT id FROM memories {where}", params)]
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                db.execute(f"DELETE FROM history WHERE memory_id IN ({marks})", chunk)
-                db.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk)
-        return len(ids)
-
-    @staticmethod
-    def _where(f: Filters, alias: str = "") -> tuple[str, builtins.list[Any]]:
-        a = f"{alias}." if alias else ""
-        clauses: builtins.list[str] = []
-        params: builtins.list[Any] = []
-        for column in ("user_id", "agent_id", "run_id", "source_path"):
-            value = getattr(f, column)
-            if value is not None:
-                clauses.append(f"{a}{column} = ?")
-                params.append(value)
-        if f.ids is not None:
-            clauses.append(f"{a}id IN ({','.join('?' * len(f.ids))})" if f.ids else "0")
-            params.extend(f.ids)
-        if f.long_term_only:
-            clauses.append(f"{a}run_id IS NULL")
-        if f.short_term_only:
-            clauses.append(f"{a}run_id IS NOT NULL")
-        for column, values in (
-            ("category", f.categories),
-            ("origin", [str(o) for o in f.origins] if f.origins else None),
-            ("state", [str(s) for s in f.states] if f.states else None),
-        ):
-            if values is not None:
-                clauses.append(f"{a}{column} IN ({','.join('?' * len(values))})")
-                params.extend(values)
-        if f.created_after is not None:
-            clauses.append(f"{a}created_at >= ?")
-            params.append(f.created_after.timestamp())
-        if f.created_before is not None:
-            clauses.append(f"{a}created_at < ?")
-            params.append(f.created_before.timestamp())
-        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
-
-    def list(
-        self, filters: Filters, *, limit: int = 100, offset: int = 0, newest_first: bool = True
-    ) -> builtins.list[MemoryRecord]:
-        where, params = self._where(filters)
-        order = "DESC" if newest_first else "ASC"
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM memories {where} ORDER BY created_at {order}, rowid "
-                f"{order} LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        return [self._row_to_record(r) for r in rows]
-
-    def iter_all(self, filters: Filters, batch: int = 1000) -> Iterator[MemoryRecord]:
-        where, params = self._where(filters)
-        last = 0
-        while True:
-            cond = f"{where} AND rowid > ?" if where else "WHERE rowid > ?"
-            with self._lock:
-                rows = self._db.execute(
-                    f"SELECT rowid, {_COLUMNS} FROM memories {cond} ORDER BY rowid LIMIT ?",
-                    (*params, last, batch),
-                ).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield self._row_to_record(row[1:])
-            last = rows[-1][0]
-
-    def count(self, filters: Filters) -> int:
-        where, params = self._where(filters)
-        with self._lock:
-            return int(
-                self._db.execute(f"SELECT count(*) FROM memories {where}", params).fetchone()[0]
-            )
-
-    def counts_by(self, column: str, filters: Filters) -> dict[str, int]:
-        if column not in {"user_id", "agent_id", "run_id", "category", "origin", "state"}:
-            raise InvalidInputError(f"cannot group by {column!r}", "use a scope column")
-        where, params = self._where(filters)
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {column}, count(*) FROM memories {where} GROUP BY {column}", params
-            ).fetchall()
-        return {str(k) if k is not None else "": int(n) for k, n in rows}
-
-    def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT id, memory_id, event, old_text, new_text, old_metadata, new_metadata,"
-                " actor, reason, created_at FROM history WHERE memory_id=? ORDER BY id",
-                (memory_id,),
-            ).fetchall()
-        return [self._history_entry(r) for r in rows]
-
-    @staticmethod
-    def _history_entry(r: tuple[Any, ...]) -> HistoryEntry:
-        return HistoryEntry(
-            id=r[0],
-            memory_id=r[1],
-            event=Event(r[2]),
-            old_text=r[3],
-            new_text=r[4],
-            old_metadata=json.loads(r[5]) if r[5] else None,
-            new_metadata=json.loads(r[6]) if r[6] else None,
-            actor=r[7],
-            reason=r[8],
-            created_at=_dt(r[9]),
-        )
-
-    def find_by_hash(self, text_hash: str, filters: Filters) -> builtins.list[MemoryRecord]:
-        where, params = self._where(filters)
-        cond = f"{where} AND hash = ?" if where else "WHERE hash = ?"
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM memories {cond}", (*params, text_hash)
-            ).fetchall()
-        return [self._row_to_record(r) for r in rows]
+    def _insert_memories(
+        self, conn: Connection, records: Sequence[MemoryRecord], *, skip_existing: bool
+    ) -> set[str]:
+        statement = self._insert_sql(skip_existing=skip_existing)
+        inserted: set[str] = set()
+        for r in records:  # one by one, so a duplicate id can be named
+            try:
+                cursor = conn.execute(statement, self._values(r))
+            except sqlite3.IntegrityError as exc:
+                raise InvalidInputError(
+                    f"a memory with id {r.id} already exists",
+                    "use update() to change it, or let memoryd choose the id",
+                ) from exc
+            if cursor.rowcount:
+                inserted.add(r.id)
+        return inserted
 
     # -- retrieval ----------------------------------------------------------------------------
     def keyword_search(
@@ -884,7 +564,7 @@ class SQLiteStore:
         return index.search(vector, self._mask(index, filters), limit)
 
     def _ids_where(self, filters: Filters) -> builtins.list[str]:
-        where, params = self._where(filters)
+        where, params = self.dialect.where(filters)
         with self._lock:
             return [r[0] for r in self._db.execute(f"SELECT id FROM memories {where}", params)]
 
@@ -897,151 +577,11 @@ class SQLiteStore:
     def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
         return self._sync_index().rank_facts(ids)
 
-    # -- embedding cache ------------------------------------------------------------------------
-    def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(hashes))
-        with self._lock:
-            for start in range(0, len(unique), 500):
-                chunk = unique[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for h, blob in self._db.execute(
-                    f"SELECT hash, vector FROM embed_cache WHERE model=? AND hash IN ({marks})",
-                    (model, *chunk),
-                ):
-                    out[h] = np.frombuffer(blob, dtype=np.float32).copy()
-        return out
-
-    def cache_put(self, model: str, items: dict[str, np.ndarray]) -> None:
-        if not items:
-            return
-        with self._write() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO embed_cache VALUES (?, ?, ?)",
-                [(model, h, _pack(v)) for h, v in items.items()],
-            )
-
     # -- bulk copy (memoryd store migrate) --------------------------------------------------------
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """Nothing to defer: the in-memory index is kept current change by change."""
         yield
-
-    def export_memories(
-        self, after: int, limit: int
-    ) -> tuple[builtins.list[MemoryRecord], builtins.list[HistoryEntry], int]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT rowid, {_COLUMNS}, embedding FROM memories WHERE rowid > ?"
-                " ORDER BY rowid LIMIT ?",
-                (after, limit),
-            ).fetchall()
-            if not rows:
-                return [], [], after
-            ids = [r[1] for r in rows]
-            history: builtins.list[HistoryEntry] = []
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                history.extend(
-                    self._history_entry(h)
-                    for h in self._db.execute(
-                        "SELECT id, memory_id, event, old_text, new_text, old_metadata,"
-                        " new_metadata, actor, reason, created_at FROM history"
-                        f" WHERE memory_id IN ({marks}) ORDER BY id",
-                        chunk,
-                    )
-                )
-        records = []
-        for row in rows:
-            record = self._row_to_record(row[1:18])
-            if row[18] is not None:
-                record.embedding = np.frombuffer(row[18], dtype=np.float32).copy()
-            records.append(record)
-        history.sort(key=lambda h: h.id)
-        return records, history, int(rows[-1][0])
-
-    def import_memories(
-        self, records: Sequence[MemoryRecord], history: Sequence[HistoryEntry]
-    ) -> int:
-        inserted: set[str] = set()
-        owner = {r.id: r.user_id for r in records}
-        with self._write() as db:
-            for r in records:
-                cursor = db.execute(
-                    "INSERT OR IGNORE INTO memories (id, text, index_text, user_id, agent_id,"
-                    " run_id, category, metadata, origin, source_path, source_start, source_end,"
-                    " context, state, created_at, updated_at, event_at, hash, embedding)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    self._values(r),
-                )
-                if cursor.rowcount:
-                    inserted.add(r.id)
-            db.executemany(
-                "INSERT INTO history (memory_id, user_id, event, old_text, new_text,"
-                " old_metadata, new_metadata, actor, reason, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        h.memory_id,
-                        owner[h.memory_id],
-                        str(h.event),
-                        h.old_text,
-                        h.new_text,
-                        None
-                        if h.old_metadata is None
-                        else json.dumps(h.old_metadata, ensure_ascii=False),
-                        None
-                        if h.new_metadata is None
-                        else json.dumps(h.new_metadata, ensure_ascii=False),
-                        h.actor,
-                        h.reason,
-                        h.created_at.timestamp(),
-                    )
-                    for h in history
-                    if h.memory_id in inserted
-                ],
-            )
-        return len(inserted)
-
-    def export_cache(
-        self, after: tuple[str, str] | None, limit: int
-    ) -> builtins.list[tuple[str, str, np.ndarray]]:
-        model, text_hash = after or ("", "")
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT model, hash, vector FROM embed_cache WHERE (model, hash) > (?, ?)"
-                " ORDER BY model, hash LIMIT ?",
-                (model, text_hash, limit),
-            ).fetchall()
-        return [(m, h, np.frombuffer(v, dtype=np.float32).copy()) for m, h, v in rows]
-
-    def import_cache(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
-        if not items:
-            return
-        with self._write() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO embed_cache VALUES (?, ?, ?)",
-                [(m, h, _pack(v)) for m, h, v in items],
-            )
-
-    def kv_items(self) -> dict[str, Any]:
-        with self._lock:
-            rows = self._db.execute("SELECT key, value FROM kv ORDER BY key").fetchall()
-        return {k: json.loads(v) for k, v in rows}
-
-    def meta_items(self) -> dict[str, str]:
-        with self._lock:
-            rows = self._db.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
-        return {k: v for k, v in rows}
-
-    def totals(self) -> dict[str, int]:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM history),"
-                " (SELECT count(*) FROM embed_cache), (SELECT count(*) FROM kv)"
-            ).fetchone()
-        return {"memories": row[0], "history": row[1], "cache": row[2], "kv": row[3]}
 
     # -- maintenance ------------------------------------------------------------------------------
     def integrity_check(self) -> builtins.list[str]:
