@@ -25,7 +25,6 @@ psycopg is optional: ``pip install 'memoryd[postgres]'``.
 from __future__ import annotations
 
 import builtins
-import json
 import math
 import re
 import threading
@@ -37,23 +36,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from memoryd.errors import DependencyMissingError, InvalidInputError, NotFoundError, StoreError
-from memoryd.models import (
-    Event,
-    Filters,
-    HistoryEntry,
-    MemoryRecord,
-    Origin,
-    RankFacts,
-    Source,
-    State,
-    content_hash,
-    utcnow,
-)
+from memoryd.errors import DependencyMissingError, InvalidInputError, StoreError
+from memoryd.models import Filters, MemoryRecord, RankFacts
 from memoryd.search.entities import names_of
 from memoryd.search.text import query_words, words
 from memoryd.settings import PostgresStoreSettings, StoreSettings
 from memoryd.store import Store, register_store
+from memoryd.store.sql import Connection, Dialect, SQLStore
 
 if TYPE_CHECKING:
     import psycopg
@@ -63,10 +52,6 @@ _INSTALL_HINT = "pip install 'memoryd[postgres]'"
 _MAX_VECTOR_DIM = 2000  # pgvector indexes vector up to 2000 dims, halfvec up to 4000
 _MAX_HALFVEC_DIM = 4000
 _MIN_PGVECTOR = (0, 8)
-_COLUMNS = (
-    "id, text, user_id, agent_id, run_id, category, metadata, origin, source_path, "
-    "source_start, source_end, context, state, created_at, updated_at, event_at, hash"
-)
 
 
 def _import_psycopg() -> tuple[Any, Any, Any, type[Exception]]:
@@ -106,15 +91,15 @@ def _query_text(text: str) -> str:
     return " ".join(query_words(text)[:64])
 
 
-def _aware(dt: datetime | None) -> datetime | None:
+def _aware(dt: datetime) -> datetime:
     """Naive datetimes are local time, as ``datetime.timestamp()`` (and SQLite) reads them."""
-    if dt is None or dt.tzinfo is not None:
+    if dt.tzinfo is not None:
         return dt
     return datetime.fromtimestamp(dt.timestamp(), UTC)
 
 
-def _utc(dt: datetime | None) -> datetime | None:
-    return None if dt is None else dt.astimezone(UTC)
+def _utc(dt: datetime) -> datetime:
+    return dt.astimezone(UTC)
 
 
 def _to_numpy(value: Any) -> np.ndarray:
@@ -124,8 +109,26 @@ def _to_numpy(value: Any) -> np.ndarray:
     return np.array(value, dtype=np.float32)  # a writable copy, like SQLite's
 
 
-def _json_or_none(value: dict[str, Any] | None) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+def _float32(vector: np.ndarray | None) -> np.ndarray | None:
+    return None if vector is None else np.asarray(vector, dtype=np.float32)
+
+
+#: Timestamps are TIMESTAMPTZ, embeddings pgvector ``vector``s, a list is bound as one
+#: array, and the keyword column is a ``tsvector`` of the text's words.
+DIALECT = Dialect(
+    mark="%s",
+    seq="seq",
+    batch=None,
+    time_in=_aware,
+    time_out=_utc,
+    vector_in=_float32,
+    vector_out=_to_numpy,
+    keyword_column="tsv",
+    keyword_in=_search_text,
+    keyword_value="to_tsvector('english', %s)",
+    vector_value="%s::vector",
+    row_lock=" FOR UPDATE",  # READ COMMITTED: get-then-update must hold the row
+)
 
 
 def _clip(x: float) -> float:
@@ -144,7 +147,9 @@ def _vector_sql(dim: int) -> tuple[str, str]:
     return f"halfvec({dim})", "halfvec_cosine_ops"
 
 
-class PostgresStore:
+class PostgresStore(SQLStore):
+    dialect = DIALECT
+
     def __init__(self, url: str, settings: StoreSettings | None = None) -> None:
         settings = settings or StoreSettings()
         self._psycopg, pool_class, self._register_vector, self._pool_timeout = _import_psycopg()
@@ -254,11 +259,6 @@ class PostgresStore:
                 raise
             finally:
                 self._local.conn = None
-
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        with self._write():
-            yield
 
     def close(self) -> None:
         self._pool.close()
@@ -403,7 +403,7 @@ class PostgresStore:
             ).fetchall()
         return {int(r[0].rsplit("_", 1)[1]) for r in rows}
 
-    def _ensure_index(self, conn: psycopg.Connection[Any], dim: int) -> None:
+    def _ensure_index(self, conn: Connection, dim: int) -> None:
         """Create the partial HNSW index for ``dim`` in the current transaction
         (inside ``bulk_load()``: leave it to the end of the load)."""
         if dim in self._dims or dim > _MAX_HALFVEC_DIM or self._deferring:
@@ -478,43 +478,20 @@ class PostgresStore:
             conn.execute(f"VACUUM (ANALYZE) {self.t_memories}")
 
     # -- small state ----------------------------------------------------------------------------
-    def get_meta(self, key: str) -> str | None:
-        with self._read() as conn:
-            row = conn.execute(f"SELECT value FROM {self.t_meta} WHERE key = %s", (key,)).fetchone()
-        return row[0] if row else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._write() as conn:
-            conn.execute(
-                f"INSERT INTO {self.t_meta} (key, value) VALUES (%s, %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                (key, value),
-            )
-
     def kv_get(self, key: str) -> Any:
         """Inside ``atomic()`` the key stays locked until the transaction ends, so a
         read-modify-write of one key (a run list, an offset) is never lost to another
         server doing the same: SQLite gets this from its single writer, PostgreSQL's
         READ COMMITTED needs the lock. A key that does not exist yet is locked too."""
-        with self._read() as conn:
-            if getattr(self._local, "conn", None) is conn:
-                conn.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    (f"memoryd:kv:{self._schema}:{key}",),
-                )  # before the read: the read's snapshot must include the holder's commit
-            row = conn.execute(f"SELECT value FROM {self.t_kv} WHERE key = %s", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def kv_set(self, key: str, value: Any) -> None:
-        with self._write() as conn:
-            if value is None:
-                conn.execute(f"DELETE FROM {self.t_kv} WHERE key = %s", (key,))
-                return
+        conn = getattr(self._local, "conn", None)
+        if (
+            conn is not None
+        ):  # before the read: the read's snapshot must include the holder's commit
             conn.execute(
-                f"INSERT INTO {self.t_kv} (key, value) VALUES (%s, %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                (key, json.dumps(value)),
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"memoryd:kv:{self._schema}:{key}",),
             )
+        return super().kv_get(key)
 
     @contextmanager
     def run_lock(self, name: str, ttl_s: float = 3600) -> Iterator[bool]:
@@ -538,126 +515,14 @@ class PostgresStore:
                     conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     # -- rows -----------------------------------------------------------------------------------
-    @staticmethod
-    def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
-        (
-            mid,
-            text,
-            user_id,
-            agent_id,
-            run_id,
-            category,
-            metadata,
-            origin,
-            spath,
-            sstart,
-            send,
-            context,
-            state,
-            created,
-            updated,
-            event_at,
-            text_hash,
-        ) = row[:17]
-        record = MemoryRecord(
-            id=mid,
-            text=text,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            category=category,
-            metadata=json.loads(metadata),
-            origin=Origin(origin),
-            source=Source(path=spath, start_line=sstart, end_line=send) if spath else None,
-            context=context,
-            state=State(state),
-            created_at=created.astimezone(UTC),
-            updated_at=updated.astimezone(UTC),
-            event_at=_utc(event_at),
-            hash=text_hash,
-        )
-        if len(row) > 17 and row[17] is not None:
-            record.embedding = _to_numpy(row[17])
-        return record
-
-    @staticmethod
-    def _values(r: MemoryRecord) -> tuple[Any, ...]:
-        """Column values in ``_COLUMNS`` order, then embedding and the tsvector's text."""
-        embedding = r.embedding
-        if embedding is not None:
-            embedding = np.asarray(embedding, dtype=np.float32)
-        return (
-            r.id,
-            r.text,
-            r.user_id,
-            r.agent_id,
-            r.run_id,
-            r.category,
-            json.dumps(r.metadata, ensure_ascii=False),
-            str(r.origin),
-            r.source.path if r.source else None,
-            r.source.start_line if r.source else None,
-            r.source.end_line if r.source else None,
-            r.context,
-            str(r.state),
-            _aware(r.created_at),
-            _aware(r.updated_at),
-            _aware(r.event_at),
-            r.hash,
-            embedding,
-            _search_text(r.index_text),
-        )
-
-    def _history_row(
-        self,
-        memory_id: str,
-        user_id: str,
-        event: Event,
-        old: MemoryRecord | None,
-        new: MemoryRecord | None,
-        actor: str | None,
-        reason: str | None,
-    ) -> tuple[Any, ...]:
-        return (
-            memory_id,
-            user_id,
-            str(event),
-            old.text if old else None,
-            new.text if new else None,
-            json.dumps(old.metadata, ensure_ascii=False) if old else None,
-            json.dumps(new.metadata, ensure_ascii=False) if new else None,
-            actor,
-            reason,
-            datetime.now(UTC),
-        )
-
-    def _insert_history(
-        self, conn: psycopg.Connection[Any], rows: Sequence[tuple[Any, ...]]
-    ) -> None:
-        if not rows:
-            return
-        with conn.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {self.t_history} (memory_id, user_id, event, old_text, new_text,"
-                " old_metadata, new_metadata, actor, reason, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                rows,
-            )
-
     def _insert_memories(
-        self, conn: psycopg.Connection[Any], records: Sequence[MemoryRecord], *, skip_existing: bool
+        self, conn: Connection, records: Sequence[MemoryRecord], *, skip_existing: bool
     ) -> set[str]:
-        """Insert rows as given; returns the ids that were inserted."""
         for dim in {
             int(np.asarray(r.embedding).shape[-1]) for r in records if r.embedding is not None
         }:
             self._ensure_index(conn, dim)
-        conflict = " ON CONFLICT (id) DO NOTHING" if skip_existing else ""
-        statement = (
-            f"INSERT INTO {self.t_memories} ({_COLUMNS}, embedding, tsv) VALUES"
-            " (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            f" to_tsvector('english', %s)){conflict} RETURNING id"
-        )
+        statement = self._insert_sql(skip_existing=skip_existing) + " RETURNING id"
         inserted: set[str] = set()
         try:
             with conn.cursor() as cur:
@@ -683,253 +548,24 @@ class PostgresStore:
             ) from exc
         return inserted
 
-    def add(
-        self,
-        records: Sequence[MemoryRecord],
-        *,
-        actor: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        if not records:
-            return
-        with self._write() as conn:
-            self._insert_memories(conn, records, skip_existing=False)
-            self._insert_history(
-                conn,
-                [
-                    self._history_row(r.id, r.user_id, Event.ADD, None, r, actor, reason)
-                    for r in records
-                ],
-            )
+    def _rewrite(self, conn: Connection, record: MemoryRecord) -> None:
+        if record.embedding is not None:
+            self._ensure_index(conn, int(np.asarray(record.embedding).shape[-1]))
+        try:
+            super()._rewrite(conn, record)
+        except self._psycopg.DataError as exc:
+            raise InvalidInputError(
+                f"PostgreSQL refused a value: {str(exc).strip()}",
+                "remove NUL (\\x00) characters from the text, context and metadata",
+            ) from exc
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         """Inside ``atomic()`` the row stays locked until the transaction ends (see
-        ``_get_locked``), so get-then-update is safe with other servers writing."""
-        with self._read() as conn:
-            if getattr(self._local, "conn", None) is conn:
-                return self._get_locked(conn, memory_id)
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM {self.t_memories} WHERE id = %s", (memory_id,)
-            ).fetchone()
-        return self._row_to_record(row) if row else None
-
-    def _get_locked(self, conn: psycopg.Connection[Any], memory_id: str) -> MemoryRecord | None:
-        """The row as it is now, locked until the transaction ends: two servers
-        changing one memory take turns, and each history entry's old text is right."""
-        row = conn.execute(
-            f"SELECT {_COLUMNS} FROM {self.t_memories} WHERE id = %s FOR UPDATE", (memory_id,)
-        ).fetchone()
-        return self._row_to_record(row) if row else None
-
-    def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
-        if not ids:
-            return []
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM {self.t_memories} WHERE id = ANY(%s)", (list(ids),)
-            ).fetchall()
-        found = {r[0]: self._row_to_record(r) for r in rows}
-        return [found[i] for i in ids if i in found]
-
-    def existing_ids(self, ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT id FROM {self.t_memories} WHERE id = ANY(%s)", (list(ids),)
-            ).fetchall()
-        return {r[0] for r in rows}
-
-    def get_embedding(self, memory_id: str) -> np.ndarray | None:
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT embedding FROM {self.t_memories} WHERE id = %s", (memory_id,)
-            ).fetchone()
-        if not row or row[0] is None:
-            return None
-        return _to_numpy(row[0])
-
-    def update(
-        self,
-        record: MemoryRecord,
-        *,
-        event: Event = Event.UPDATE,
-        actor: str | None = None,
-        reason: str | None = None,
-    ) -> MemoryRecord:
-        with self._write() as conn:
-            old = self._get_locked(conn, record.id)
-            if old is None:
-                raise NotFoundError(f"no memory with id {record.id}", "check the id with list")
-            record.hash = content_hash(record.text)
-            record.updated_at = utcnow()
-            values = self._values(record)
-            if record.embedding is not None:
-                self._ensure_index(conn, int(np.asarray(record.embedding).shape[-1]))
-            try:
-                conn.execute(
-                    f"UPDATE {self.t_memories} SET text=%s, user_id=%s, agent_id=%s,"
-                    " run_id=%s, category=%s, metadata=%s, origin=%s, source_path=%s,"
-                    " source_start=%s, source_end=%s, context=%s, state=%s, created_at=%s,"
-                    " updated_at=%s, event_at=%s, hash=%s,"
-                    " embedding=COALESCE(%s::vector, embedding),"
-                    " tsv=to_tsvector('english', %s) WHERE id=%s",
-                    (*values[1:], record.id),
-                )
-            except self._psycopg.DataError as exc:
-                raise InvalidInputError(
-                    f"PostgreSQL refused a value: {str(exc).strip()}",
-                    "remove NUL (\\x00) characters from the text, context and metadata",
-                ) from exc
-            self._insert_history(
-                conn,
-                [self._history_row(record.id, record.user_id, event, old, record, actor, reason)],
-            )
-        return record
-
-    def set_state(
-        self,
-        memory_id: str,
-        state: State,
-        *,
-        event: Event,
-        actor: str | None = None,
-        reason: str | None = None,
-    ) -> MemoryRecord:
-        with self._write() as conn:
-            old = self._get_locked(conn, memory_id)
-            if old is None:
-                raise NotFoundError(f"no memory with id {memory_id}", "check the id with list")
-            conn.execute(
-                f"UPDATE {self.t_memories} SET state = %s, updated_at = %s WHERE id = %s",
-                (str(state), now := datetime.now(UTC), memory_id),
-            )
-            new = old.model_copy(update={"state": state, "updated_at": now})
-            self._insert_history(
-                conn, [self._history_row(memory_id, old.user_id, event, old, new, actor, reason)]
-            )
-        return new
-
-    def purge(self, filters: Filters) -> int:
-        where, params = self._where(filters.model_copy(update={"states": []}))
-        with self._write() as conn:
-            ids = [r[0] for r in conn.execute(f"SELECT id FROM {self.t_memories} {where}", params)]
-            if ids:
-                conn.execute(f"DELETE FROM {self.t_history} WHERE memory_id = ANY(%s)", (ids,))
-                conn.execute(f"DELETE FROM {self.t_memories} WHERE id = ANY(%s)", (ids,))
-        return len(ids)
-
-    @staticmethod
-    def _where(f: Filters) -> tuple[str, builtins.list[Any]]:
-        clauses: builtins.list[str] = []
-        params: builtins.list[Any] = []
-        for column in ("user_id", "agent_id", "run_id", "source_path"):
-            value = getattr(f, column)
-            if value is not None:
-                clauses.append(f"{column} = %s")
-                params.append(value)
-        if f.ids is not None:
-            clauses.append("id = ANY(%s)")
-            params.append(list(f.ids))
-        if f.long_term_only:
-            clauses.append("run_id IS NULL")
-        if f.short_term_only:
-            clauses.append("run_id IS NOT NULL")
-        for column, values in (
-            ("category", f.categories),
-            ("origin", [str(o) for o in f.origins] if f.origins else None),
-            ("state", [str(s) for s in f.states] if f.states else None),
-        ):
-            if values is not None:
-                clauses.append(f"{column} = ANY(%s)")
-                params.append(list(values))
-        if f.created_after is not None:
-            clauses.append("created_at >= %s")
-            params.append(_aware(f.created_after))
-        if f.created_before is not None:
-            clauses.append("created_at < %s")
-            params.append(_aware(f.created_before))
-        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
-
-    def list(
-        self, filters: Filters, *, limit: int = 100, offset: int = 0, newest_first: bool = True
-    ) -> builtins.list[MemoryRecord]:
-        where, params = self._where(filters)
-        order = "DESC" if newest_first else "ASC"
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM {self.t_memories} {where}"
-                f" ORDER BY created_at {order}, seq {order} LIMIT %s OFFSET %s",
-                (*params, limit, offset),
-            ).fetchall()
-        return [self._row_to_record(r) for r in rows]
-
-    def iter_all(self, filters: Filters, batch: int = 1000) -> Iterator[MemoryRecord]:
-        where, params = self._where(filters)
-        cond = f"{where} AND seq > %s" if where else "WHERE seq > %s"
-        last = 0
-        while True:
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {_COLUMNS}, seq FROM {self.t_memories} {cond} ORDER BY seq LIMIT %s",
-                    (*params, last, batch),
-                ).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield self._row_to_record(row[:17])
-            last = rows[-1][17]
-
-    def count(self, filters: Filters) -> int:
-        where, params = self._where(filters)
-        with self._read() as conn:
-            row = conn.execute(f"SELECT count(*) FROM {self.t_memories} {where}", params).fetchone()
-        return int(row[0]) if row else 0
-
-    def counts_by(self, column: str, filters: Filters) -> dict[str, int]:
-        if column not in {"user_id", "agent_id", "run_id", "category", "origin", "state"}:
-            raise InvalidInputError(f"cannot group by {column!r}", "use a scope column")
-        where, params = self._where(filters)
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {column}, count(*) FROM {self.t_memories} {where} GROUP BY {column}",
-                params,
-            ).fetchall()
-        return {str(k) if k is not None else "": int(n) for k, n in rows}
-
-    def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT id, memory_id, event, old_text, new_text, old_metadata, new_metadata,"
-                f" actor, reason, created_at FROM {self.t_history} WHERE memory_id = %s"
-                " ORDER BY id",
-                (memory_id,),
-            ).fetchall()
-        return [self._history_entry(r) for r in rows]
-
-    @staticmethod
-    def _history_entry(r: Sequence[Any]) -> HistoryEntry:
-        return HistoryEntry(
-            id=r[0],
-            memory_id=r[1],
-            event=Event(r[2]),
-            old_text=r[3],
-            new_text=r[4],
-            old_metadata=json.loads(r[5]) if r[5] else None,
-            new_metadata=json.loads(r[6]) if r[6] else None,
-            actor=r[7],
-            reason=r[8],
-            created_at=r[9].astimezone(UTC),
-        )
-
-    def find_by_hash(self, text_hash: str, filters: Filters) -> builtins.list[MemoryRecord]:
-        where, params = self._where(filters)
-        cond = f"{where} AND hash = %s" if where else "WHERE hash = %s"
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM {self.t_memories} {cond}", (*params, text_hash)
-            ).fetchall()
-        return [self._row_to_record(r) for r in rows]
+        ``_get_for_update``), so get-then-update is safe with other servers writing."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            return self._get_for_update(conn, memory_id)
+        return super().get(memory_id)
 
     # -- retrieval ------------------------------------------------------------------------------
     def keyword_search(
@@ -949,7 +585,7 @@ class PostgresStore:
         text = _query_text(query)
         if not text or limit <= 0:
             return []
-        where, params = self._where(filters)
+        where, params = self.dialect.where(filters)
         extra = where.replace("WHERE", "AND", 1)
         with self._read() as conn:
             rows = conn.execute(
@@ -987,7 +623,7 @@ class PostgresStore:
         vector = np.asarray(vector, dtype=np.float32)
         dim = int(vector.shape[-1])
         cast, _ = _vector_sql(dim)
-        where, params = self._where(filters)
+        where, params = self.dialect.where(filters)
         extra = where.replace("WHERE", "AND", 1)
         distance = f"(embedding::{cast} <=> %s::{cast})"
         query = (
@@ -1033,122 +669,6 @@ class PostgresStore:
             mid: RankFacts(when=float(when), evergreen=bool(ever), names=names_of((sp, pe)))
             for mid, when, ever, sp, pe in rows
         }
-
-    # -- embedding cache --------------------------------------------------------------------------
-    def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        unique = list(dict.fromkeys(hashes))
-        if not unique:
-            return {}
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT hash, vector FROM {self.t_cache} WHERE model = %s AND hash = ANY(%s)",
-                (model, unique),
-            ).fetchall()
-        return {h: np.frombuffer(blob, dtype=np.float32).copy() for h, blob in rows}
-
-    def cache_put(self, model: str, items: dict[str, np.ndarray]) -> None:
-        if not items:
-            return
-        with self._write() as conn, conn.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {self.t_cache} (model, hash, vector) VALUES (%s, %s, %s)"
-                " ON CONFLICT DO NOTHING",
-                [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
-            )
-
-    # -- bulk copy (memoryd store migrate) ------------------------------------------------------
-    def export_memories(
-        self, after: int, limit: int
-    ) -> tuple[builtins.list[MemoryRecord], builtins.list[HistoryEntry], int]:
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS}, embedding, seq FROM {self.t_memories}"
-                " WHERE seq > %s ORDER BY seq LIMIT %s",
-                (after, limit),
-            ).fetchall()
-            if not rows:
-                return [], [], after
-            ids = [r[0] for r in rows]
-            history = conn.execute(
-                "SELECT id, memory_id, event, old_text, new_text, old_metadata, new_metadata,"
-                f" actor, reason, created_at FROM {self.t_history} WHERE memory_id = ANY(%s)"
-                " ORDER BY id",
-                (ids,),
-            ).fetchall()
-        records = [self._row_to_record(r[:18]) for r in rows]
-        return records, [self._history_entry(h) for h in history], int(rows[-1][18])
-
-    def import_memories(
-        self, records: Sequence[MemoryRecord], history: Sequence[HistoryEntry]
-    ) -> int:
-        if not records:
-            return 0
-        owner = {r.id: r.user_id for r in records}
-        with self._write() as conn:
-            inserted = self._insert_memories(conn, records, skip_existing=True)
-            self._insert_history(
-                conn,
-                [
-                    (
-                        h.memory_id,
-                        owner[h.memory_id],
-                        str(h.event),
-                        h.old_text,
-                        h.new_text,
-                        _json_or_none(h.old_metadata),
-                        _json_or_none(h.new_metadata),
-                        h.actor,
-                        h.reason,
-                        _aware(h.created_at),
-                    )
-                    for h in history
-                    if h.memory_id in inserted
-                ],
-            )
-        return len(inserted)
-
-    def export_cache(
-        self, after: tuple[str, str] | None, limit: int
-    ) -> builtins.list[tuple[str, str, np.ndarray]]:
-        model, text_hash = after or ("", "")
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT model, hash, vector FROM {self.t_cache} WHERE (model, hash) > (%s, %s)"
-                " ORDER BY model, hash LIMIT %s",
-                (model, text_hash, limit),
-            ).fetchall()
-        return [(m, h, np.frombuffer(v, dtype=np.float32).copy()) for m, h, v in rows]
-
-    def import_cache(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
-        if not items:
-            return
-        with self._write() as conn, conn.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {self.t_cache} (model, hash, vector) VALUES (%s, %s, %s)"
-                " ON CONFLICT DO NOTHING",
-                [(m, h, np.asarray(v, dtype=np.float32).tobytes()) for m, h, v in items],
-            )
-
-    def kv_items(self) -> dict[str, Any]:
-        with self._read() as conn:
-            rows = conn.execute(f"SELECT key, value FROM {self.t_kv} ORDER BY key").fetchall()
-        return {k: json.loads(v) for k, v in rows}
-
-    def meta_items(self) -> dict[str, str]:
-        with self._read() as conn:
-            rows = conn.execute(f"SELECT key, value FROM {self.t_meta} ORDER BY key").fetchall()
-        return dict(rows)
-
-    def totals(self) -> dict[str, int]:
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT (SELECT count(*) FROM {self.t_memories}),"
-                f" (SELECT count(*) FROM {self.t_history}),"
-                f" (SELECT count(*) FROM {self.t_cache}),"
-                f" (SELECT count(*) FROM {self.t_kv})"
-            ).fetchone()
-        assert row is not None
-        return {"memories": row[0], "history": row[1], "cache": row[2], "kv": row[3]}
 
     # -- maintenance ------------------------------------------------------------------------------
     def integrity_check(self) -> builtins.list[str]:
