@@ -157,7 +157,9 @@ def words(text: str) -> list[str]:
 
 def query_words(query: str) -> list[str]:
     """The query's distinct lower-case words, in order; single letters go, digits stay."""
-    return list(dict.fromkeys(w for w in words(query.lower()) if len(w) > 1 or w.isdigit()))
+    return list(
+        dict.fromkeys([w for w in _WORD.findall(query.lower()) if len(w) > 1 or w.isdigit()])
+    )
 
 
 def keyword_terms(query: str, limit: int = 64) -> list[str]:

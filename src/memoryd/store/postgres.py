@@ -484,13 +484,11 @@ class PostgresStore(SQLStore):
         server doing the same: SQLite gets this from its single writer, PostgreSQL's
         READ COMMITTED needs the lock. A key that does not exist yet is locked too."""
         conn = getattr(self._local, "conn", None)
-        if (
-            conn is not None
-        ):  # before the read: the read's snapshot must include the holder's commit
+        if conn is not None:
             conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (f"memoryd:kv:{self._schema}:{key}",),
-            )
+            )  # before the read: the read's snapshot must include the holder's commit
         return super().kv_get(key)
 
     @contextmanager

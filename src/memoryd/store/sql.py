@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -36,13 +37,13 @@ from memoryd.models import (
     utcnow,
 )
 
-#: A memory row as records are read: ``record_from_row`` unpacks these, in this order.
+#: A memory row as records are read and written (``SQLStore._record``, ``_values``).
 COLUMNS = (
     "id, text, user_id, agent_id, run_id, category, metadata, origin, source_path, "
     "source_start, source_end, context, state, created_at, updated_at, event_at, hash"
 )
-_WIDTH = 17  # columns in COLUMNS
 _REWRITTEN = [c.strip() for c in COLUMNS.split(",")][1:]  # all but the id
+_WIDTH = len(_REWRITTEN) + 1  # columns in COLUMNS
 HISTORY_COLUMNS = (
     "id, memory_id, event, old_text, new_text, old_metadata, new_metadata,"
     " actor, reason, created_at"
@@ -278,17 +279,20 @@ class SQLStore:
             + (" ON CONFLICT (id) DO NOTHING" if skip_existing else "")
         )
 
+    @cached_property
+    def _rewrite_sql(self) -> str:
+        d, m = self.dialect, self.dialect.mark
+        assign = ", ".join(f"{c} = {m}" for c in _REWRITTEN)
+        return (
+            f"UPDATE {self.t_memories} SET {assign},"
+            f" embedding = COALESCE({d.vector_value}, embedding),"
+            f" {d.keyword_column} = {d.keyword_value} WHERE id = {m}"
+        )
+
     def _rewrite(self, conn: Connection, record: MemoryRecord) -> None:
         """Replace the row of ``record.id`` with ``record`` (a missing embedding keeps
         the stored one)."""
-        d, m = self.dialect, self.dialect.mark
-        assign = ", ".join(f"{c} = {m}" for c in _REWRITTEN)
-        conn.execute(
-            f"UPDATE {self.t_memories} SET {assign},"
-            f" embedding = COALESCE({d.vector_value}, embedding),"
-            f" {d.keyword_column} = {d.keyword_value} WHERE id = {m}",
-            (*self._values(record)[1:], record.id),
-        )
+        conn.execute(self._rewrite_sql, (*self._values(record)[1:], record.id))
 
     def _history_row(
         self,
@@ -362,23 +366,20 @@ class SQLStore:
                 ],
             )
 
+    @cached_property
+    def _get_sql(self) -> str:
+        return f"SELECT {COLUMNS} FROM {self.t_memories} WHERE id = {self.dialect.mark}"
+
     def get(self, memory_id: str) -> MemoryRecord | None:
         with self._read() as conn:
-            row = conn.execute(
-                f"SELECT {COLUMNS} FROM {self.t_memories} WHERE id = {self.dialect.mark}",
-                (memory_id,),
-            ).fetchone()
+            row = conn.execute(self._get_sql, (memory_id,)).fetchone()
         return self._record(row) if row else None
 
     def _get_for_update(self, conn: Connection, memory_id: str) -> MemoryRecord | None:
         """The row as it is now, locked (where the database can) until the transaction
         ends: two writers of one memory take turns, and each history entry's old text
         is right."""
-        d = self.dialect
-        row = conn.execute(
-            f"SELECT {COLUMNS} FROM {self.t_memories} WHERE id = {d.mark}{d.row_lock}",
-            (memory_id,),
-        ).fetchone()
+        row = conn.execute(self._get_sql + self.dialect.row_lock, (memory_id,)).fetchone()
         return self._record(row) if row else None
 
     def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryRecord]:

@@ -37,6 +37,7 @@ from memoryd.store.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 APP_ID = 0x4D454D44  # "MEMD", in the SQLite header: marks the file as ours
+MIN_SQLITE = (3, 24)  # 2018: INSERT ... ON CONFLICT, which store/sql.py shares with PostgreSQL
 #: A process that replayed this many changes onto its index saves a new snapshot at close.
 SNAPSHOT_AFTER = 1000
 
@@ -213,10 +214,33 @@ DIALECT = Dialect(
 )
 
 
+class _Held:
+    """The connection under the store's lock, for ``with``: what ``_read`` hands out,
+    a few times cheaper than a generator context manager on the hottest reads."""
+
+    __slots__ = ("_db", "_lock")
+
+    def __init__(self, lock: threading.RLock, db: sqlite3.Connection) -> None:
+        self._lock, self._db = lock, db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._lock.acquire()
+        return self._db
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 class SQLiteStore(SQLStore):
     dialect = DIALECT
 
     def __init__(self, url: str, settings: StoreSettings | None = None) -> None:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:  # upserts (ON CONFLICT ... DO)
+            raise StoreError(
+                f"memoryd needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer; this Python"
+                f" has {sqlite3.sqlite_version}",
+                "use a Python built against a newer SQLite (python.org, pyenv, or uv builds)",
+            )
         settings = settings or StoreSettings()
         path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
         self.url = url
@@ -242,6 +266,7 @@ class SQLiteStore(SQLStore):
                 f"{url} is not a memoryd store ({exc})",
                 "point MEMORYD_STORE__URL at a new file or at an existing memoryd store",
             ) from exc
+        self._held = _Held(self._lock, self._db)
         self._db.execute(f"PRAGMA busy_timeout={settings.busy_timeout_ms}")
         # switching a new file to WAL takes a lock that the busy timeout does not wait for
         self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
@@ -343,10 +368,8 @@ class SQLiteStore(SQLStore):
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 1.0)
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            yield self._db
+    def _read(self) -> _Held:
+        return self._held
 
     @contextmanager
     def run_lock(self, name: str, ttl_s: float = 3600) -> Iterator[bool]:
