@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -235,6 +236,73 @@ def test_embedding_cache_and_kv(store: Store) -> None:
     assert store.kv_get("digest:offset") == {"file": "a.md", "bytes": 10}
     store.set_meta("embed_model", "x")
     assert store.get_meta("embed_model") == "x"
+
+
+def test_long_id_lists_cross_the_binding_batch(store: Store) -> None:
+    """SQLite binds lists 500 values per statement, PostgreSQL as one array: the same
+    answers either way, in the order asked for."""
+    n = 1201
+    store.add([rec(i, f"row {i}", user_id="bulk") for i in range(n)])
+    ids = [f"m{i}" for i in reversed(range(n))]
+    assert [r.id for r in store.get_many([*ids, "nope"])] == ids
+    assert store.existing_ids(["nope", *ids]) == set(ids)
+    assert store.count(Filters(ids=ids[:700])) == 700
+    store.cache_put("model-a", {f"h{i}": vec(i) for i in range(n)})
+    assert len(store.cache_get("model-a", [f"h{i}" for i in range(n)] + ["h1"])) == n
+    assert store.purge(Filters(user_id="bulk")) == n
+    assert store.get_many(ids) == [] and store.history("m7") == []
+
+
+def test_empty_lists_in_filters_match_nothing(store: Store) -> None:
+    store.add([rec(1, "one", category="task")])
+    assert store.count(Filters(ids=[])) == 0 and store.list(Filters(categories=[])) == []
+    assert store.count(Filters(categories=["task"], ids=["m1"])) == 1
+    assert store.get_many([]) == [] and store.existing_ids([]) == set()
+    assert store.cache_get("model-a", []) == {}
+
+
+def test_kv_and_meta_overwrite_and_list(store: Store) -> None:
+    store.kv_set("a", 1)
+    store.kv_set("a", [2])
+    store.kv_set("b", None)  # removing what is not there is fine
+    store.set_meta("m", "x")
+    store.set_meta("m", "y")
+    assert store.kv_items() == {"a": [2]} and store.meta_items()["m"] == "y"
+    store.kv_set("a", None)
+    assert store.kv_get("a") is None
+
+
+def test_export_then_import_copies_records_history_and_cache(store: Store, tmp_path: Path) -> None:
+    from memoryd.store import open_store
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    store.add([rec(i, f"note {i}", created_at=t0 + timedelta(hours=i)) for i in range(5)])
+    first = store.get("m1")
+    assert first is not None
+    first.text = "note one, edited"
+    store.update(first, actor="me", reason="typo")
+    store.set_state("m2", State.DELETED, event=Event.DELETE)
+    store.cache_put("model-a", {"h1": vec(1)})
+    records, history, after = store.export_memories(0, 3)
+    more, more_history, _ = store.export_memories(after, 10)
+    assert [r.id for r in records + more] == [f"m{i}" for i in range(5)]
+    assert all(r.embedding is not None for r in records + more)
+
+    copy = open_store(str(tmp_path / "copy.db"))
+    try:
+        assert copy.import_memories(records + more, history + more_history) == 5
+        assert copy.import_memories(records, history) == 0  # already there: skipped
+        for i in range(5):
+            a, b = store.get(f"m{i}"), copy.get(f"m{i}")
+            assert a is not None and b is not None
+            assert a.model_dump() == b.model_dump()
+        assert [
+            (h.event, h.old_text, h.new_text, h.actor, h.reason) for h in copy.history("m1")
+        ] == [(h.event, h.old_text, h.new_text, h.actor, h.reason) for h in store.history("m1")]
+        copy.import_cache(store.export_cache(None, 10))
+        assert np.allclose(copy.cache_get("model-a", ["h1"])["h1"], vec(1))
+    finally:
+        copy.close()
 
 
 def test_odd_unicode_roundtrips(store: Store) -> None:
