@@ -22,21 +22,9 @@ from memoryd.cli import app as cli_app
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.errors import InvalidInputError, NotFoundError
-from memoryd.models import Source
-from memoryd.settings import Settings
-from memoryd.workspace import Workspace, resolve_workspace
 from tests.mcp_client import McpSession
-from tests.pipelines_kit import FixedClock, face_env, pipeline_settings, workspace
-
-MEMORY_MD = """# MEMORY.md
-
-## Key Facts
-- Owner timezone: EST
-- Ana Ruiz runs the Lisbon office
-
-## Infra / Servers
-- Backups run nightly at 02:00
-"""
+from tests.pipelines_kit import FixedClock, face_env
+from tests.wiki_kit import claims, make_settings, seed, vault, ws_of
 
 
 @pytest.fixture
@@ -44,56 +32,11 @@ def clock() -> FixedClock:
     return FixedClock("2026-03-10T09:30:00+00:00")
 
 
-def make_settings(tmp_path: Path) -> Settings:
-    settings = pipeline_settings(tmp_path)
-    root = workspace(settings, "dev")
-    (root / "MEMORY.md").write_text(MEMORY_MD)
-    (root / "memory" / "2026-03-09.md").write_text(
-        "# 2026-03-09\n\n## 10:00\n- **user**: Ana Ruiz moved to Lisbon in May.\n"
-    )
-    return settings
-
-
 @pytest.fixture
 def mem(tmp_path: Path, embedder: Embedder, clock: FixedClock) -> Iterator[Memory]:
     m = Memory(make_settings(tmp_path), embedder=embedder, clock=clock)
     yield m
     m.close()
-
-
-def ws_of(m: Memory) -> Workspace:
-    return resolve_workspace(m.settings, "dev", m.store)
-
-
-def remember(m: Memory, text: str, **kw: Any) -> str:
-    (event,) = m.add(text, user_id=m.settings.workspace.user_id, agent_id="dev", **kw)
-    assert event.id is not None
-    return event.id
-
-
-def seed(m: Memory) -> dict[str, str]:
-    ids = {
-        "moved": remember(
-            m,
-            "Ana Ruiz moved to Lisbon in May",
-            source=Source(path="memory/2026-03-09.md", start_line=4, end_line=4),
-        ),
-        "tea": remember(m, "Ana Ruiz prefers tea over coffee"),
-        "port1": remember(m, "The staging database of Orion listens on port 5433"),
-        "port2": remember(m, "The staging database of Orion listens on port 5432"),
-    }
-    m.update(ids["tea"], "Ana Ruiz prefers green tea over coffee")
-    return ids
-
-
-def vault(m: Memory) -> dict[str, bytes]:
-    root = ws_of(m).root / "wiki"
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
-def claims(m: Memory) -> dict[str, dict[str, Any]]:
-    state = json.loads((ws_of(m).root / "wiki" / ".state" / "claims.json").read_text())
-    return {c["text"]: c for p in state["pages"] for c in p["claims"]}
 
 
 def test_pages_claims_evidence_and_statuses(mem: Memory) -> None:

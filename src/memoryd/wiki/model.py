@@ -18,7 +18,14 @@ from memoryd.errors import InvalidInputError
 STATUSES = ("current", "stale", "contested", "superseded")
 RETIRED = ("superseded", "stale")  # what wiki_apply may set a claim to
 MAX_TITLE = 120
-_UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]+')
+# a file name is at most 255 bytes on most file systems: room for ".md" and a margin
+MAX_TITLE_BYTES = 200
+# names the vault's own files take: a page by that name would overwrite them
+RESERVED_TITLES = frozenset({"index", "_dashboards"})
+_UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]+')
+# control, format (bidi overrides, zero-width), private-use and surrogate code points:
+# invisible or unencodable in a file name, so never part of one (white space becomes a space)
+_INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cs"})
 
 
 @dataclass
@@ -85,20 +92,30 @@ def page_title(raw: str, *, strict: bool = True) -> str:
         raise InvalidInputError("a page title must be text", 'pass a name such as "Ana Ruiz"')
     if strict and ("/" in raw or "\\" in raw or raw.strip().startswith(".")):
         raise InvalidInputError(
-            f"page title {raw!r} looks like a path",
+            f"page title {raw[:80]!r} looks like a path",
             "a page is named, not located: no / or \\, and no leading dot",
         )
-    title = _UNSAFE.sub(" ", unicodedata.normalize("NFC", raw))
-    title = " ".join(title.split()).strip(". ")
+    title = "".join(
+        " " if ch.isspace() else "" if unicodedata.category(ch) in _INVISIBLE else ch
+        for ch in unicodedata.normalize("NFC", raw)
+    )
+    title = " ".join(_UNSAFE.sub(" ", title).split()).strip(". ")
     if not strict:  # a name the compiler found: always a page, never an error
-        return title[:MAX_TITLE].rstrip(". ") or "Untitled"
+        title = title[:MAX_TITLE].encode()[:MAX_TITLE_BYTES].decode(errors="ignore")
+        return title.rstrip(". ") or "Untitled"
     if not title:
         raise InvalidInputError(
-            f"{raw!r} is not a usable page title",
+            f"{raw[:80]!r} is not a usable page title",
             'use letters or digits; / \\ : * ? " < > | # ^ [ ] are not allowed',
         )
-    if len(title) > MAX_TITLE:
+    if len(title) > MAX_TITLE or len(title.encode()) > MAX_TITLE_BYTES:
         raise InvalidInputError(
-            f"page title is {len(title)} characters (at most {MAX_TITLE})", "use a shorter name"
+            f"page title is {len(title)} characters, {len(title.encode())} bytes in UTF-8"
+            f" (at most {MAX_TITLE} characters and {MAX_TITLE_BYTES} bytes: it is a file name)",
+            "use a shorter name",
+        )
+    if title.casefold() in RESERVED_TITLES:
+        raise InvalidInputError(
+            f"{title!r} is the name of the vault's own file", "name the page after its subject"
         )
     return title
