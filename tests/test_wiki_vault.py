@@ -8,6 +8,7 @@ journal. Real files, the real store and model."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -387,3 +388,27 @@ def test_http_checks_the_key_and_refuses_bad_input(
                 f"{url}/pages/{ok.json()['claim']['id']}", params={"agent_id": "dev"}, headers=key
             )
             assert by_id.json()["result"]["title"] == "Orion"
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _shape(text: str) -> str:
+    """A page with its ids and dates replaced, to compare with the README's excerpt."""
+    text = re.sub(r"fact:[0-9a-f-]{8,}", "fact:ID", text)
+    text = re.sub(r"\bc[0-9a-f]{10}\b", "CLAIM", text)
+    return re.sub(r"\d{4}-\d{2}-\d{2}", "DATE", text)
+
+
+def test_the_readme_page_excerpt_is_what_the_compiler_writes(mem: Memory) -> None:
+    section = README.read_text().split("### Memory wiki", 1)[1].split("\n## ", 1)[0]
+    excerpt = section.split("```markdown\n", 1)[1].split("```", 1)[0]
+    seed(mem)
+    wiki.compile_wiki(mem, ws_of(mem))
+    real = _shape((ws_of(mem).root / "wiki" / "Orion.md").read_text()).splitlines()
+    at = 0
+    for line in _shape(excerpt).splitlines():
+        if "…" in line or "[[Orion]]" in line:  # an elided fact id; the reader's own note
+            continue
+        assert line in real[at:], f"README line {line!r} is not in the page as compiled"
+        at = real.index(line, at) + 1

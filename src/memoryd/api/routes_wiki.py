@@ -61,7 +61,7 @@ async def search(
 async def get_page(
     request: Request, page: str, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
-    """One page: its claims and its Markdown."""
+    """One page (by title, or by the id of one of its claims): its claims and its Markdown."""
     mem = _memory(request)
 
     def run() -> dict[str, Any]:

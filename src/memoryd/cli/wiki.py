@@ -69,7 +69,7 @@ def search_command(
 
 @wiki_app.command("get")
 def get_command(
-    page: Annotated[str, typer.Argument(help="the page's title")],
+    page: Annotated[str, typer.Argument(help="the page's title, or the id of one of its claims")],
     agent: AgentReq,
     as_json: JsonOpt = False,
 ) -> None:
@@ -121,8 +121,8 @@ def apply_command(
 
 @wiki_app.command("lint")
 def lint_command(agent: AgentReq, as_json: JsonOpt = False) -> None:
-    """Broken links, claims without evidence, contradictions, stale and orphan pages.
-    Exits 1 when there is any."""
+    """Broken links, claims without or with changed evidence, contradictions, stale and
+    orphan pages. Exits 1 when there is any."""
     with open_memory() as mem:
         problems = wiki.lint(mem, resolve_workspace(mem.settings, agent, mem.store))
     if as_json:

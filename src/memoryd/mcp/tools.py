@@ -448,11 +448,13 @@ class MemoryTools:
     def wiki_get(
         self,
         ctx: Context,
-        page: Annotated[str, Field(description="the page's title, from wiki_search")],
+        page: Annotated[
+            str, Field(description="the page's title, or a claim's id (c...), from wiki_search")
+        ],
     ) -> dict[str, Any]:
         """Read one wiki page (a person, project or topic) after wiki_search found it: its
         claims, each with evidence to cite or check with memory_get, status and dates, and
-        the page's Markdown."""
+        the page's Markdown. Given a claim id, the page holding that claim."""
         scope = self._begin(ctx, "wiki_get")
         return {"result": wiki.get(self.memory, self._workspace(scope), page)}
 
@@ -494,8 +496,8 @@ class MemoryTools:
     @tool_errors
     def wiki_lint(self, ctx: Context) -> dict[str, Any]:
         """Problems of the wiki to fix with wiki_apply: broken [[links]], claims without or
-        with unresolvable evidence, contradictions (retire the claim that no longer holds),
-        stale pages, orphan pages."""
+        with unresolvable evidence, cited lines that changed since a claim was applied,
+        contradictions (retire the claim that no longer holds), stale pages, orphan pages."""
         scope = self._begin(ctx, "wiki_lint")
         return {"problems": wiki.lint(self.memory, self._workspace(scope))}
 
