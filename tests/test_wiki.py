@@ -6,6 +6,7 @@ Real files, the real store and model."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
@@ -210,13 +211,16 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
     settings = make_settings(tmp_path)
     with Memory(settings, embedder=embedder) as m:
         seed(m)
-    env = face_env(tmp_path)
+    # the MCP server is a subprocess: it imports the code under test, not an installed copy
+    env = face_env(tmp_path, **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
     runner = CliRunner()
     out = runner.invoke(cli_app, ["wiki", "compile", "-a", "dev", "--json"], env=env)
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["contested"] == 2
     out = runner.invoke(cli_app, ["wiki", "search", "green tea", "-a", "dev"], env=env)
     assert out.exit_code == 0 and "Ana Ruiz prefers green tea over coffee" in out.output
+    out = runner.invoke(cli_app, ["wiki", "get", "../../MEMORY", "-a", "dev"], env=env)
+    assert out.exit_code == 2 and "looks like a path" in out.output
     out = runner.invoke(cli_app, ["wiki", "get", "Orion", "-a", "dev"], env=env)
     assert out.exit_code == 0 and "port 5433" in out.output
     out = runner.invoke(
@@ -280,6 +284,8 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
         claim = next(
             c for c in page["claims"] if c["text"] == "Ana Ruiz prefers green tea over coffee"
         )
+        by_id = mcp.call("wiki_get", page=claim["id"])["result"]
+        assert by_id["title"] == "Ana Ruiz" and by_id["claim"]["id"] == claim["id"]
         done = mcp.call(
             "wiki_apply", op="retire", claim_id=claim["id"], status="stale", reason="ask again"
         )
