@@ -73,6 +73,18 @@ def test_notes_below_the_line_survive_recompiles_and_are_given_back(mem: Memory)
     assert wiki.compile_wiki(mem, ws).written == [] and page.read_text() == notes
 
 
+def test_notes_survive_an_editor_that_rewrote_the_page_with_crlf(mem: Memory) -> None:
+    seed(mem)
+    ws = ws_of(mem)
+    wiki.compile_wiki(mem, ws)
+    page = ws.root / "wiki" / "Orion.md"
+    page.write_bytes(page.read_bytes().replace(b"\n", b"\r\n") + b"Call Ana first.\r\n")
+    wiki.compile_wiki(mem, ws)
+    data = page.read_bytes()
+    assert data.endswith(f"{NOTES}\nCall Ana first.\r\n".encode()) and b"\r" not in data[:-2]
+    assert wiki.compile_wiki(mem, ws).written == []
+
+
 def test_a_persons_page_a_compiled_page_takes_is_kept_whole_and_given_back(
     mem: Memory,
 ) -> None:

@@ -67,10 +67,17 @@ def render_page(p: Page, notes: bytes = b"") -> bytes:
 
 
 def notes_of(data: bytes) -> bytes | None:
-    """What follows the notes line of a generated page (``None``: the page has none)."""
-    line = NOTES.encode("utf-8") + b"\n"
+    """What follows the notes line of a generated page (``None``: the page has none). The
+    line may end in CRLF (an editor that rewrote the file so): the notes are still found."""
+    line = NOTES.encode("utf-8")
     at = data.find(line)
-    return None if at < 0 else data[at + len(line) :]
+    if at < 0:
+        return None
+    rest = data[at + len(line) :]
+    for ending in (b"\r\n", b"\n"):
+        if rest.startswith(ending):
+            return rest[len(ending) :]
+    return rest
 
 
 def _dashboards(pages: dict[str, Page], linked_by_hand: set[str]) -> dict[str, str]:
