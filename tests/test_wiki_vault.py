@@ -424,3 +424,24 @@ def test_the_readme_page_excerpt_is_what_the_compiler_writes(mem: Memory) -> Non
             continue
         assert line in real[at:], f"README line {line!r} is not in the page as compiled"
         at = real.index(line, at) + 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (wiki.Edit(op="add", page="Orion", text="bad \ud800", evidence=["MEMORY.md#L4"]), "text"),
+        (wiki.Edit(op="add", page="Orion", text="ok", evidence=["memory/\ud800.md#L1"]), "item"),
+        (wiki.Edit(op="add", page="Orion", text="ok", evidence=["fact:\ud800"]), "item"),
+    ],
+)
+def test_text_that_is_not_unicode_is_refused_before_anything_is_written(
+    mem: Memory, edit: wiki.Edit, says: str
+) -> None:
+    """MCP and the Python API bypass the HTTP guard: a lone surrogate must not reach a file."""
+    seed(mem)
+    wiki.compile_wiki(mem, ws_of(mem))
+    before = vault(mem)
+    with pytest.raises(InvalidInputError) as err:
+        wiki.apply(mem, ws_of(mem), edit)
+    assert says in err.value.message and "unpaired surrogate" in err.value.message
+    assert vault(mem) == before

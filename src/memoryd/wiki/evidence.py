@@ -16,6 +16,7 @@ from pathlib import Path
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError
 from memoryd.models import MemoryRecord, State
+from memoryd.validate import check_text
 from memoryd.workspace.files import safe_path
 from memoryd.workspace.layout import Workspace
 
@@ -100,7 +101,7 @@ class Resolver:
         for item in evidence:
             if not isinstance(item, str) or not item.strip():
                 raise InvalidInputError("an evidence item is empty", "remove it")
-            item = item.strip()
+            item = check_text(item, self.memory.settings.limits, "an evidence item")
             if len(item) > MAX_ITEM:
                 raise InvalidInputError(
                     f"an evidence item is {len(item)} characters (at most {MAX_ITEM})",

@@ -21,6 +21,7 @@ from memoryd.atomic import replace_bytes
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, NotFoundError
 from memoryd.store.keywords import Analyzer
+from memoryd.validate import check_text
 from memoryd.wiki.compile import CompileReport, compile_wiki, vault_lock, wiki_dir
 from memoryd.wiki.evidence import Resolver
 from memoryd.wiki.model import RETIRED, Claim, claim_id, normalise, page_title
@@ -133,10 +134,10 @@ def check_evidence(memory: Memory, ws: Workspace, evidence: list[str]) -> list[s
 
 
 def _add_record(memory: Memory, ws: Workspace, edit: Edit, today: str) -> dict[str, Any]:
-    text = normalise(edit.text or "") if isinstance(edit.text, str) else ""
-    limit = memory.settings.wiki.max_edit_chars
-    if not text:
+    if not isinstance(edit.text, str) or not edit.text.strip():
         raise InvalidInputError("the claim's text is empty", "say what is true")
+    text = normalise(check_text(edit.text, memory.settings.limits, "the claim's text"))
+    limit = memory.settings.wiki.max_edit_chars
     if len(text) > limit:
         raise InvalidInputError(
             f"the claim is {len(text)} characters (at most {limit})", "state one thing"
@@ -180,7 +181,9 @@ def _retire_record(memory: Memory, ws: Workspace, edit: Edit, today: str) -> dic
         "op": "retire",
         "claim": edit.claim,
         "status": edit.status,
-        "reason": (edit.reason or "").strip()[:500] or None,
+        "reason": check_text(edit.reason, memory.settings.limits, "the reason")[:500]
+        if edit.reason and edit.reason.strip()
+        else None,
         "at": today,
     }
 
