@@ -106,6 +106,50 @@ def test_turns_know_their_place_and_matching_neighbours_lift_each_other(
     assert puppy == [h.id for h in lifted[: len(puppy)]]  # the conversation's puppy turns lead
 
 
+def test_a_turn_that_says_little_ranks_below_one_that_answers(memory: Memory) -> None:
+    """Chit-chat and a question put to the other speaker match a query's words yet carry
+    little: among the best candidates a short turn loses up to ``short_turn_penalty`` on a
+    log scale and a question ``question_turn_penalty``; a stored fact is never lowered."""
+    talk = [
+        ("Ben", "How was your trip to Lisbon in May?"),
+        ("Ana", "Lovely: two weeks with my sister, walking the old town and eating custard tarts."),
+        ("Ben", "Lisbon in May, wow!"),
+    ]
+    memory.add(
+        messages=[{"role": "user", "name": n, "content": t} for n, t in talk],
+        user_id="u",
+        metadata={"session": "s1"},
+    )
+    memory.add("Lisbon", user_id="u")  # a one-word memory, not a turn
+    s = memory.settings.search
+    query = "How was Ana's trip to Lisbon in May?"
+    s.short_turn_penalty = s.question_turn_penalty = 0.0
+    before = memory.search(query, user_id="u", top_k=10, time_decay=False)
+    assert before[0].text == talk[0][1]  # by wording alone the question leads
+    plain = {h.text: h for h in before}
+    s.short_turn_penalty, s.question_turn_penalty, s.full_turn_words = 0.3, 0.05, 50
+    hits = memory.search(query, user_id="u", top_k=10, time_decay=False)
+    said = {h.text: h for h in hits}
+    assert set(said) == set(plain)
+    assert hits[0].text == talk[1][1]  # the answer leads
+    for text, h in said.items():
+        assert plain[text].parts.turn is None
+        if text == "Lisbon":
+            assert h.parts.turn is None and h.score == pytest.approx(plain[text].score)
+            continue
+        words = len(text.split())
+        short = 0.3 * (1 - np.log1p(words) / np.log1p(50))
+        asks = 0.05 if text.endswith("?") else 0.0
+        assert h.parts.turn == pytest.approx(-(short + asks), abs=1e-6)
+        # scores stay within [0, 1]: a turn at the ceiling may stay there
+        assert h.score <= plain[text].score
+        assert h.score == pytest.approx(
+            min(1.0, max(0.0, h.parts.fused + (h.parts.neighbours or 0) + h.parts.turn)), abs=1e-6
+        )
+    question, answer = said[talk[0][1]], said[talk[1][1]]
+    assert question.parts.turn < answer.parts.turn < 0  # 8 words and asking vs 14 words
+
+
 def test_the_vector_carries_the_previous_turn(memory: Memory) -> None:
     events = memory.add(messages=SESSION_1, user_id="u", infer=False)
     reply = memory.get(events[1].id or "")

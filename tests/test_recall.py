@@ -8,7 +8,16 @@ import pytest
 
 from memoryd.conversation import Turn, pieces
 from memoryd.core import Memory
-from memoryd.search.text import keyword_terms, names_in
+from memoryd.search.text import keyword_terms, names_in, word_count
+
+
+def test_word_count_counts_words_and_each_cjk_character() -> None:
+    """A turn's length (memoryd.search.turns) must not call a Chinese or Japanese
+    sentence, written without spaces, one word."""
+    assert word_count("Wow, that's great!") == 4
+    assert word_count("我喜欢喝茶") == 5
+    assert word_count("東京に行きました yesterday") == 9
+    assert word_count("  \n\t ") == 0
 
 
 def test_keyword_terms_drop_stopwords_unless_nothing_is_left() -> None:

@@ -34,7 +34,6 @@ from memoryd.models import (
     MemoryEvent,
     MemoryRecord,
     Origin,
-    ScoreParts,
     SearchHit,
     Source,
     State,
@@ -43,6 +42,7 @@ from memoryd.models import (
 )
 from memoryd.recall import RecallLog
 from memoryd.search import hybrid_candidates
+from memoryd.search import turns as turn_rank
 from memoryd.search.decay import blend, facts_weight
 from memoryd.search.entities import entity_boost
 from memoryd.search.hybrid import Candidate
@@ -56,8 +56,6 @@ from memoryd.validate import check_id, check_metadata, check_text, check_top_k
 Clock = Callable[[], datetime]
 #: kv prefix of idempotency keys recorded by ``Memory.add`` (value: actor and events)
 IDEMPOTENCY_PREFIX = "add:idem:"
-NEIGHBOUR_SPAN = 2  # turns either side that count as a hit's neighbours
-NEIGHBOUR_POOL_PER_HIT = 4  # candidates read per hit asked for, to find neighbours among
 
 
 class Memory:
@@ -872,7 +870,7 @@ class Memory:
             names_in(query) if boost else set(),
             boost,
             decay,
-            neighbours=mode == "hybrid" and s.neighbour_boost > 0,
+            turns_first=mode == "hybrid" and turn_rank.active(s),
         )
         if record_recall:
             self.recalls.record(query, found, self.clock())
@@ -885,7 +883,7 @@ class Memory:
         names: set[str],
         boost: float,
         decay: bool,
-        neighbours: bool = False,
+        turns_first: bool = False,
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
         with the entity boost and time decay applied.
@@ -897,7 +895,7 @@ class Memory:
         s = self.settings.search
         now = self.clock()
         facts = self.store.rank_facts([c.id for c in candidates])
-        ranked: builtins.list[tuple[float, int, float | None, ScoreParts, str]] = []
+        ranked: builtins.list[turn_rank.Ranked] = []
         for place, c in enumerate(candidates):
             known = facts.get(c.id)
             if known is None:
@@ -913,8 +911,10 @@ class Memory:
             ranked.append((final, place, weight, parts, c.id))
         ranked.sort(key=lambda t: (-t[0], t[1]))
         read: dict[str, MemoryRecord] = {}
-        if neighbours and ranked:
-            ranked, read = self._lift_neighbours(ranked, top_k, s.neighbour_boost)
+        if turns_first and ranked:
+            pool = ranked[: turn_rank.pool_size(top_k)]
+            read = {r.id: r for r in self.store.get_many([t[4] for t in pool])}
+            ranked = turn_rank.rerank(pool, read, s) + ranked[len(pool) :]
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
         done = 0
@@ -945,61 +945,6 @@ class Memory:
                 if len(found) == top_k:
                     break
         return found
-
-    def _lift_neighbours(
-        self,
-        ranked: builtins.list[tuple[float, int, float | None, ScoreParts, str]],
-        top_k: int,
-        boost: float,
-    ) -> tuple[
-        builtins.list[tuple[float, int, float | None, ScoreParts, str]], dict[str, MemoryRecord]
-    ]:
-        """Lift a conversation turn whose neighbours (within :data:`NEIGHBOUR_SPAN` turns of
-        the same conversation) rank high too: ``boost`` x the best of their scores.
-
-        An answer is often spread over adjacent turns (a question and its reply, a story
-        told over three messages); a turn near other matching turns is more likely the
-        one asked about. Only the best ``NEIGHBOUR_POOL_PER_HIT`` x ``top_k`` candidates
-        are read (their records are reused for the hits). On LoCoMo (messages path,
-        1,536 questions) evidence recall@10 0.746 -> 0.762, held-out conversations
-        0.723 -> 0.743. A conversation is a session of ``add(messages=...)`` calls, or a
-        diary file (its turn chunks). Memories without a turn position (facts, notes,
-        API texts) are neither lifted nor lift others."""
-        pool = ranked[: max(top_k * NEIGHBOUR_POOL_PER_HIT, 20)]
-        read = {r.id: r for r in self.store.get_many([t[4] for t in pool])}
-        place: dict[str, tuple[tuple[Any, ...], int]] = {}
-        best: dict[tuple[tuple[Any, ...], int], float] = {}
-        for final, _, _, _, mid in pool:
-            rec = read.get(mid)
-            turn = rec.metadata.get("turn") if rec is not None else None
-            if rec is None or not isinstance(turn, int) or isinstance(turn, bool):
-                continue
-            where = rec.source.path if rec.source is not None else None  # a diary's turns
-            session = rec.metadata.get("session")  # any JSON: compared as its text
-            thread = (rec.user_id, rec.agent_id, rec.run_id, str(session), where)
-            place[mid] = (thread, turn)
-            best[(thread, turn)] = max(best.get((thread, turn), 0.0), final)
-        if len(place) < 2:
-            return ranked, read
-        lifted = []
-        for final, order, weight, parts, mid in pool:
-            if mid in place:
-                thread, turn = place[mid]
-                near = max(
-                    (
-                        best.get((thread, turn + d), 0.0)
-                        for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1)
-                        if d
-                    ),
-                    default=0.0,
-                )
-                if near > 0:
-                    extra = boost * near
-                    parts = parts.model_copy(update={"neighbours": round(extra, 6)})
-                    final = min(1.0, final + extra)
-            lifted.append((final, order, weight, parts, mid))
-        lifted.sort(key=lambda t: (-t[0], t[1]))
-        return lifted + ranked[len(pool) :], read
 
     def search_combined(
         self,

@@ -131,6 +131,7 @@ class ScoreParts(BaseModel):
     decay: float | None = None  # recency weight, when time decay was applied
     entity: float | None = None  # boost for naming the memory's speaker/person
     neighbours: float | None = None  # boost for adjacent turns of the conversation matching too
+    turn: float | None = None  # a conversation turn's prior (<= 0): short, or a question
     rerank: float | None = None
 
 

@@ -110,11 +110,17 @@ class SearchSettings(BaseModel):
     # added to a hit whose metadata names a speaker/person the query mentions by name
     # (tuned on LoCoMo conversations 0-4, where 0.1 keeps most of 0.2's gain but costs
     # questions about the *other* person far less; 0 turns it off)
-    entity_boost: float = 0.1
+    entity_boost: float = 0.15
     # added to a conversation turn: this x the best score among the turns within two of it
     # in the same conversation (LoCoMo messages path: evidence recall@10 0.746 -> 0.762,
     # held-out conversations 0.723 -> 0.743; 0 turns it off)
     neighbour_boost: float = Field(default=0.2, ge=0.0, le=1.0)
+    # what a conversation turn says (memoryd.search.turns): a turn shorter than
+    # full_turn_words loses up to short_turn_penalty (log scale), a question loses
+    # question_turn_penalty; facts and notes are never lowered (0 turns them off)
+    short_turn_penalty: float = Field(default=0.3, ge=0.0, le=1.0)
+    full_turn_words: int = Field(default=50, ge=2, le=10_000)
+    question_turn_penalty: float = Field(default=0.05, ge=0.0, le=1.0)
     # time decay (seed 000): score = w_sim * relevance + w_recency * 0.5 ** (age_days / half_life)
     time_decay: bool = True
     decay_similarity_weight: float = 0.7

@@ -155,6 +155,16 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
+#: a CJK ideograph or kana (scripts written without spaces: each counts as a word)
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_COUNTED = re.compile(rf"[{_UNSPACED}]|[^\W{_UNSPACED}]+")
+
+
+def word_count(text: str) -> int:
+    """How many words ``text`` has: runs of word characters, each CJK character one."""
+    return len(_COUNTED.findall(text))
+
+
 def query_words(query: str) -> list[str]:
     """The query's distinct lower-case words, in order; single letters go, digits stay."""
     return list(
