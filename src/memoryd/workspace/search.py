@@ -1,7 +1,8 @@
 """``memory_search`` over an agent's workspace: chunk hits with citations.
 
 Hybrid search restricted to the agent's chunk records (``search`` settings),
-``workspace.min_score`` 0.35 as OpenClaw's default, then optional MMR re-ranking
+``workspace.min_score`` 0.2 (the floor of every search; OpenClaw's 0.35 is for its
+own score scale and dropped evidence on ours), then optional MMR re-ranking
 (lambda 0.7) so that five near-copies of one diary entry do not crowd out
 everything else. Each hit carries ``path#Lx-Ly`` and a snippet, ready for
 ``memory_get``.
