@@ -53,7 +53,7 @@ def test_model_change_rebuilds_with_no_failing_or_mixed_window(
         new_settings, embedder=cls_embedder, clock=memory.clock, allow_model_change=True
     )
 
-    searches: list[tuple[float, str, float]] = []  # (time, top path, vector part)
+    searches: list[tuple[float, str, float, bool]] = []  # (time, path, vector, pre-swap)
     snapshots: list[str] = []  # each a whole-table read: "old", "new" or "mixed"
     errors: list[BaseException] = []
     stop = threading.Event()
@@ -64,7 +64,12 @@ def test_model_change_rebuilds_with_no_failing_or_mixed_window(
                 hits = memory_search(memory, ws, QUERY, max_results=1)
                 top = hits[0].hit
                 assert top.record.source is not None
-                searches.append((time.monotonic(), top.record.source.path, top.parts.vector))
+                # still the old model's store once the search is over: the swap (one
+                # transaction) had not committed, so the search ran before it
+                before_swap = memory.vectors_match()
+                searches.append(
+                    (time.monotonic(), top.record.source.path, top.parts.vector, before_swap)
+                )
                 time.sleep(0.01)  # leave the rebuild some CPU
         except BaseException as exc:  # a failing search is what this test looks for
             errors.append(exc)
@@ -107,11 +112,12 @@ def test_model_change_rebuilds_with_no_failing_or_mixed_window(
 
     assert not errors, errors
     assert count == len(old_vectors) + 1
-    during = [s for s in searches if started <= s[0] < swapped_at]
+    during = [s for s in searches if started <= s[0] < swapped_at and s[3]]
     assert len(during) >= 3
-    assert all(path == EXPECTED and vector > 0 for _, path, vector in during)  # full hybrid
+    assert all(path == EXPECTED and vector > 0 for _, path, vector, _b in during)  # full hybrid
     after = [s for s in searches if s[0] > swapped_at + 0.1]
-    assert after and all(path == EXPECTED for _, path, _v in after)  # keyword-only, still right
+    assert after and not any(b for *_, b in after)
+    assert all(path == EXPECTED for _, path, _v, _b in after)  # keyword-only, still right
     assert "mixed" not in snapshots and "old" in snapshots and snapshots[-1] == "new"
 
     # the store now belongs to the new model, and the rebuilder searches with vectors again
