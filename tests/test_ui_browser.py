@@ -114,7 +114,8 @@ def test_search_shows_a_hit_with_its_score_parts(tab: Tab) -> None:
     shared = parse_qs(urlsplit(page.url).query)  # the search is a link that can be shared
     assert shared["q"] == ["how do we deploy to production?"] and "user" not in shared
     page.select_option("select[name=user]", "alice")
-    page.wait_for_function("!document.body.innerText.includes('ArgoCD')")
+    # locator assertions poll without evaluating strings (the page's CSP has no unsafe-eval)
+    sync_api.expect(page.locator("body")).not_to_contain_text("ArgoCD")
     page.select_option("select[name=user]", "")
     page.fill("#q", "SQLite WAL by default")
     page.select_option("select[name=origin]", "chunk")
@@ -217,7 +218,7 @@ def test_pipelines_and_audit_pages(tab: Tab, memory: Memory, tmp_path: Path) -> 
     tab.goto("/ui/memories")
     assert page.locator('[data-testid="row"]').count() == 25
     page.get_by_role("link", name="Older →").click()
-    page.wait_for_function("document.querySelectorAll('[data-testid=row]').length === 1")
+    sync_api.expect(page.locator('[data-testid="row"]')).to_have_count(1)
     tab.goto("/ui/memories")
     tab.shot("ui-browse")
 
