@@ -1,13 +1,12 @@
-"""Who may read and change what: the one place every face asks.
+"""Callers and their keys: who is asking, and what their key covers.
 
 A caller is a :class:`Principal`: the API key a request presented (its users
 and agents bound it; an empty list means any), or the anonymous admin when no
 keys are configured. The HTTP API, the dashboard, the MCP server over HTTP and
 the audit log all resolve a caller here (:func:`authenticate`,
-:func:`token_from`) and decide with :func:`visible`: a memory outside the
-caller's reach answers exactly like a missing one, so a scoped key cannot
-probe which ids exist in other users' memory. Workspace files belong to
-:func:`workspace_owner` and the agent.
+:func:`token_from`); what a caller may then read and change, as a user and
+agent, is decided by :class:`memoryd.scope.Scope` (``memory.scope(...)``).
+Workspace files belong to :func:`workspace_owner` and the agent.
 """
 
 from __future__ import annotations
@@ -18,9 +17,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from memoryd.core import Memory
-from memoryd.errors import MemorydError, NotFoundError, PermissionDeniedError
-from memoryd.models import MemoryRecord
+from memoryd.errors import MemorydError, PermissionDeniedError
 from memoryd.settings import Settings
 
 
@@ -92,22 +89,6 @@ def token_from(request: Carrier) -> str | None:
     if header.lower().startswith("bearer "):
         return header[7:].strip() or None
     return request.headers.get("x-api-key") or request.cookies.get("memoryd_key") or None
-
-
-def visible(
-    memory: Memory, principal: Principal, memory_id: str, *, include_deleted: bool = False
-) -> MemoryRecord:
-    """The memory, if it exists (deleted ones with ``include_deleted``) and ``principal``
-    may see it; otherwise "not found", the same either way."""
-    try:
-        record = memory.get(memory_id, include_deleted=include_deleted)
-    except NotFoundError:
-        record = None
-    if record is None or not principal.can_access(record.user_id, record.agent_id):
-        raise NotFoundError(
-            f"no memory with id {memory_id}", "check the id, or search for the memory instead"
-        )
-    return record
 
 
 def workspace_owner(settings: Settings) -> str:

@@ -36,7 +36,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from memoryd.access import AuthenticationError, Principal, authenticate, token_from, visible
+from memoryd.access import AuthenticationError, Principal, authenticate, token_from
 from memoryd.audit import read_recent
 from memoryd.core import Memory
 from memoryd.errors import (
@@ -842,7 +842,7 @@ def _memory_view(
     draft: str | None = None,
 ) -> Response:
     mem = _memory(request)
-    record = visible(mem, principal, memory_id, include_deleted=True)
+    record = mem.scope(principal).record(memory_id, include_deleted=True)
     return render(
         request,
         "memory.html",
@@ -877,22 +877,15 @@ def edit(
     text: str = Form(""),
     category: str = Form(""),
 ) -> Response:
-    mem = _memory(request)
-    record = visible(mem, principal, memory_id, include_deleted=True)
+    scope = _memory(request).scope(principal)
+    record = scope.record(memory_id, include_deleted=True)
     category = category.strip()
     metadata = {"category": category or None} if category != (record.category or "") else None
     new_text = text if text != record.text else None
     if new_text is None and metadata is None:
         return _redirect(f"/ui/memory/{record.id}")
     try:
-        mem.update(
-            record.id,
-            new_text,
-            metadata=metadata,
-            user_id=record.user_id,
-            actor=principal.name,
-            reason="edited in the dashboard",
-        )
+        scope.update(record.id, new_text, metadata, reason="edited in the dashboard")
     except (InvalidInputError, ReadOnlyError) as exc:  # shown next to the form, draft kept
         return _memory_view(request, principal, memory_id, error=exc, draft=text)
     return _redirect(f"/ui/memory/{record.id}?notice=updated")
@@ -901,10 +894,10 @@ def edit(
 @router.post("/memory/{memory_id}/delete", response_model=None)
 @form_page
 def delete(request: Request, principal: Principal, memory_id: str) -> Response:
-    mem = _memory(request)
-    record = visible(mem, principal, memory_id, include_deleted=True)
+    scope = _memory(request).scope(principal)
+    record = scope.record(memory_id, include_deleted=True)
     try:
-        mem.delete(record.id, user_id=record.user_id, actor=principal.name, reason="dashboard")
+        scope.delete(record.id, reason="dashboard")
     except ReadOnlyError as exc:  # a file excerpt: the page says which file to edit
         return _memory_view(request, principal, memory_id, error=exc)
     return _redirect(f"/ui/memory/{record.id}?notice=deleted")
@@ -913,9 +906,9 @@ def delete(request: Request, principal: Principal, memory_id: str) -> Response:
 @router.post("/memory/{memory_id}/restore", response_model=None)
 @form_page
 def restore(request: Request, principal: Principal, memory_id: str) -> Response:
-    mem = _memory(request)
-    record = visible(mem, principal, memory_id, include_deleted=True)
-    mem.restore(record.id, user_id=record.user_id, actor=principal.name)
+    scope = _memory(request).scope(principal)
+    record = scope.record(memory_id, include_deleted=True)
+    scope.restore(record.id)
     return _redirect(f"/ui/memory/{record.id}?notice=restored")
 
 

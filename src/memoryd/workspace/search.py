@@ -22,17 +22,9 @@ import numpy as np
 
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
+from memoryd.shapes import snippet
 from memoryd.workspace.chunking import turn_words
 from memoryd.workspace.layout import Workspace
-
-
-def snippet(text: str, limit: int = 700) -> str:
-    """The first ``limit`` characters of a chunk, cut at a word boundary."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
 
 
 def said(record: MemoryRecord) -> str:
