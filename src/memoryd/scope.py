@@ -91,7 +91,8 @@ class Scope:
             record = None
         if record is None or not self.sees(record):
             raise NotFoundError(
-                f"no memory with id {memory_id}", "check the id, or search for the memory instead"
+                f"no memory with id {memory_id}",
+                "take the id from memory_search or memory_list (MCP), or any search or list",
             )
         return record
 
@@ -109,7 +110,7 @@ class Scope:
         if self.agent_id is None:
             raise InvalidInputError(
                 "this call acts for no agent, and files live in an agent's workspace",
-                "name the agent (agent_id, `--agent ID`, or the X-Memoryd-Agent header)",
+                "name the agent: `memoryd mcp --agent ID`, the X-Memoryd-Agent header, or agent_id",
             )
         ws = resolve_workspace(self.memory.settings, self.agent_id, self.memory.store)
         as_agent = self.user_id is not None and self.caller.can_access(self.user_id, self.agent_id)

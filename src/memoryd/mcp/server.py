@@ -24,11 +24,11 @@ from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
 import memoryd
-from memoryd.access import authenticate, token_from
+from memoryd.access import LOCAL, authenticate, configured_ids, requested_ids, token_from
 from memoryd.core import Memory
 from memoryd.errors import MemorydError, PermissionDeniedError
-from memoryd.mcp.scope import Scope, configured_scope, request_scope
 from memoryd.mcp.tools import MemoryTools
+from memoryd.scope import Scope
 
 SCOPE_KEY = "memoryd.mcp.scope"  # where McpGate leaves the request's scope in the ASGI scope
 
@@ -85,7 +85,7 @@ def build_server(memory: Memory, scope_of: Callable[[Context], Scope]) -> MCPSer
 # -- stdio -------------------------------------------------------------------------------
 def stdio_server(memory: Memory) -> MCPServer:
     """The server ``memoryd mcp`` runs: every call acts in ``settings.mcp``'s scope."""
-    scope = configured_scope(memory.settings)
+    scope = memory.scope(LOCAL, *configured_ids(memory.settings), actor="mcp:local")
     return build_server(memory, lambda _ctx: scope)
 
 
@@ -121,7 +121,10 @@ class McpGate:
         settings = self.memory.settings
         try:
             principal = authenticate(settings, token_from(request))
-            scope[SCOPE_KEY] = request_scope(settings, principal, request.headers)
+            user, agent = requested_ids(settings, principal, request.headers)
+            scope[SCOPE_KEY] = self.memory.scope(
+                principal, user, agent, actor=f"mcp:{principal.name}"
+            )
         except MemorydError as exc:
             await _error(send, exc)
             return
