@@ -30,8 +30,17 @@ from typing import TYPE_CHECKING, Any
 from memoryd.access import Principal, workspace_owner
 from memoryd.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from memoryd.models import CombinedHits, Filters, MemoryRecord, Origin, SearchHit
+from memoryd.search.intent import Intent, analyse
 from memoryd.search.tiers import SHARED, memory_type
-from memoryd.shapes import Combined, EventOut, FilterSpec, HistoryOut, HitOut, MemoryOut, Page
+from memoryd.shapes import (
+    Combined,
+    EventOut,
+    FilterSpec,
+    HistoryOut,
+    HitOut,
+    MemoryOut,
+    Page,
+)
 from memoryd.workspace.layout import Workspace, resolve_workspace
 
 if TYPE_CHECKING:
@@ -274,6 +283,10 @@ class Scope:
             include_archived=include_archived,
         )  # fmt: skip
         return [HitOut.of(h) for h in found]
+
+    def intent(self, query: str) -> Intent:
+        """What the query is after (``--smart``): the LLM when one is configured, else rules."""
+        return analyse(query, self.memory.llm)
 
     def search_combined(
         self,

@@ -34,11 +34,13 @@ from memoryd.api.auth import Principal, principal
 from memoryd.conversation import parse_time
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError
+from memoryd.models import MemoryRecord
 from memoryd.scope import Scope
 from memoryd.shapes import EventOut, FilterSpec, HistoryOut, HitOut, MemoryOut
 
 router = APIRouter()
 T = TypeVar("T")
+R = TypeVar("R", MemoryOut, MemoryRecord)
 
 
 # -- request bodies ------------------------------------------------------------------------
@@ -96,6 +98,7 @@ class UpdateRequest(BaseModel):
     memory_id: str
     text: str | None = None
     metadata: dict[str, Any] | None = None
+    reason: str | None = Field(None, description="why it changed, kept in history")
 
 
 class Mem0AddRequest(BaseModel):
@@ -223,7 +226,7 @@ def _top(hits: list[HitOut]) -> float | None:
     return round(hits[0].score, 4) if hits else None
 
 
-def _noted(request: Request, record: MemoryOut) -> MemoryOut:
+def _noted(request: Request, record: R) -> R:
     audit.note(request, user_id=record.user_id, agent_id=record.agent_id, count=1)
     return record
 
@@ -387,7 +390,7 @@ async def memory_update(
     """Change a memory's text and/or metadata; the old version stays in history."""
     audit.note(request, op="update")
     scope = _scope(request, p)
-    record = await _run(scope.update, body.memory_id, body.text, body.metadata)
+    record = await _run(scope.update, body.memory_id, body.text, body.metadata, reason=body.reason)
     return MemoryAnswer(result=_noted(request, record))
 
 
@@ -397,7 +400,13 @@ async def memory_history(
 ) -> HistoryAnswer:
     """Every change to a memory, oldest first, with who and why."""
     audit.note(request, op="history")
-    entries = await _run(_scope(request, p).history, memory_id)
+    scope = _scope(request, p)
+
+    def history() -> list[HistoryOut]:
+        _noted(request, scope.record(memory_id, include_deleted=True))
+        return scope.history(memory_id)
+
+    entries = await _run(history)
     audit.note(request, count=len(entries))
     return HistoryAnswer(results=entries)
 
@@ -424,11 +433,20 @@ async def memory_get(
 
 @router.delete("/memory/{memory_id}", tags=["memory"], response_model=DeleteAnswer)
 async def memory_delete(
-    memory_id: str, request: Request, p: Principal = Depends(principal)
+    memory_id: str,
+    request: Request,
+    reason: str | None = Query(None, description="why, kept in history"),
+    p: Principal = Depends(principal),
 ) -> DeleteAnswer:
     """Delete a memory: out of search and list, kept in history, restorable."""
     audit.note(request, op="delete")
-    _noted(request, await _run(_scope(request, p).delete, memory_id))
+    scope = _scope(request, p)
+
+    def delete() -> None:
+        _noted(request, scope.record(memory_id))
+        scope.delete(memory_id, reason=reason)
+
+    await _run(delete)
     return DeleteAnswer(deleted=memory_id)
 
 
@@ -550,7 +568,9 @@ async def mem0_update(
     """mem0's update: new text as ``text`` (or ``data``/``memory``) and/or ``metadata``."""
     text = body.text if body.text is not None else (body.data or body.memory)
     found = await memory_update(
-        UpdateRequest(memory_id=memory_id, text=text, metadata=body.metadata), request, p
+        UpdateRequest(memory_id=memory_id, text=text, metadata=body.metadata, reason=None),
+        request,
+        p,
     )
     return Mem0Updated(message="Memory updated successfully!", **found.result.model_dump())
 
@@ -559,5 +579,5 @@ async def mem0_update(
 async def mem0_delete(
     memory_id: str, request: Request, p: Principal = Depends(principal)
 ) -> Mem0Message:
-    await memory_delete(memory_id, request, p)
+    await memory_delete(memory_id, request, None, p)
     return Mem0Message(message="Memory deleted successfully", id=memory_id)
