@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 from datetime import datetime
+from itertools import product
 from typing import TYPE_CHECKING, Any
 
 from memoryd.access import Principal, workspace_owner
@@ -90,6 +91,30 @@ class Scope:
         )
         return pooled or self.owns(record)
 
+    def spans(self) -> builtins.list[Scope]:
+        """This scope as scopes the key covers one by one, for a face that merges their
+        answers (the dashboard): an admin or unscoped key's is the scope itself; a key
+        for users [a, b] asked for any user spans a and b. Naming a user or agent outside
+        the key is refused, not emptied, so the person sees why nothing is there."""
+        caller = self.caller
+        for value, allowed, what in (
+            (self.user_id, caller.users, "user"),
+            (self.agent_id, caller.agents, "agent"),
+        ):
+            if value and allowed and not caller.admin and value not in allowed:
+                raise PermissionDeniedError(
+                    f"key {caller.name!r} may not read {what} {value!r}",
+                    f"pick one of {', '.join(allowed)}, or sign in with a key for that {what}",
+                )
+        if caller.admin:
+            return [self]
+        users: builtins.list[str | None] = [self.user_id] if self.user_id else [*caller.users]
+        agents: builtins.list[str | None] = [self.agent_id] if self.agent_id else [*caller.agents]
+        return [
+            Scope(self.memory, caller, user, agent, actor=self.actor)
+            for user, agent in product(users or [None], agents or [None])
+        ]
+
     def record(self, memory_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         """The memory if this scope sees it; otherwise "not found", the same either way."""
         try:
@@ -133,10 +158,14 @@ class Scope:
             raise InvalidInputError("user_id is required", "memoryd scopes every memory to a user")
         return self.user_id
 
-    def _filters(self, spec: FilterSpec | None, run_id: str | None = None) -> Filters:
-        """The store's filters for a search or list in this scope (the key checked)."""
+    def _filters(self, spec: FilterSpec | Filters | None, run_id: str | None = None) -> Filters:
+        """The store's filters for a search or list in this scope (the key checked); a
+        face may pass the engine's :class:`Filters`, whose user and agent are replaced."""
         self.check()
-        f = (spec or FilterSpec()).to_filters(self.shared)
+        if isinstance(spec, Filters):
+            f = spec.model_copy(update={"user_id": None, "agent_id": None})
+        else:
+            f = (spec or FilterSpec()).to_filters(self.shared)
         named = {"user_id": self.user_id, "agent_id": self.agent_id, "run_id": run_id}
         return f.model_copy(update={k: v for k, v in named.items() if v is not None})
 
@@ -248,7 +277,7 @@ class Scope:
         run_id: str | None = None,
         top_k: int = 5,
         min_score: float | None = None,
-        filters: FilterSpec | None = None,
+        filters: FilterSpec | Filters | None = None,
         mode: str = "hybrid",
         time_decay: bool | None = None,
         include_shared: bool = True,

@@ -27,7 +27,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
-from itertools import pairwise, product
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -95,32 +95,13 @@ TEMPLATES.env.filters["ts"] = _ts
 Pair = tuple[str | None, str | None]
 
 
-def scope_pairs(principal: Principal, user: str | None, agent: str | None) -> list[Pair]:
-    """The (user_id, agent_id) filters a page queries: the key's scope narrowed by the page's.
-
-    ``None`` means "any". An admin or unscoped key yields one pair; a key scoped
-    to users [a, b] yields one pair per user, and the page merges the answers.
-    Asking for a user or agent outside the key's scope is refused, not emptied,
-    so the person sees why nothing is there.
-    """
-    for value, allowed, what in (
-        (user, principal.users, "user"),
-        (agent, principal.agents, "agent"),
-    ):
-        if value and allowed and not principal.admin and value not in allowed:
-            raise PermissionDeniedError(
-                f"key {principal.name!r} may not read {what} {value!r}",
-                f"pick one of {', '.join(allowed)}, or sign in with a key for that {what}",
-            )
-    if principal.admin:
-        return [(user or None, agent or None)]
-    users: Sequence[str | None] = [user] if user else (principal.users or [None])
-    agents: Sequence[str | None] = [agent] if agent else (principal.agents or [None])
-    return list(product(users, agents))
-
-
-def can_see(principal: Principal, record: MemoryRecord) -> bool:
-    return principal.can_access(record.user_id, record.agent_id)
+def scope_pairs(
+    memory: Memory, principal: Principal, user: str | None, agent: str | None
+) -> list[Pair]:
+    """The (user_id, agent_id) filters a page queries: the key's scope narrowed by the
+    page's, as :meth:`Scope.spans <memoryd.scope.Scope.spans>` decides (``None``: any);
+    the page merges the answers."""
+    return [(s.user_id, s.agent_id) for s in memory.scope(principal, user, agent).spans()]
 
 
 def shared_categories(memory: Memory) -> list[str]:
@@ -296,17 +277,12 @@ def list_in(
     return merged[offset : offset + limit]
 
 
-def search_in(memory: Memory, pairs: Sequence[Pair], query: Query, f: Filters) -> list[SearchHit]:
+def search_in(memory: Memory, principal: Principal, query: Query, f: Filters) -> list[SearchHit]:
+    """The best hits over the scopes the key spans (each with the owner-chunk rule)."""
     hits: dict[str, SearchHit] = {}
-    for user, agent in pairs:
-        for hit in memory.search(
-            query.q,
-            user_id=user,
-            agent_id=agent,
-            top_k=query.top_k,
-            min_score=query.min_relevance,
-            filters=f,
-            mode=query.mode,
+    for scope in memory.scope(principal, query.user or None, query.agent or None).spans():
+        for hit in scope.hits(
+            query.q, top_k=query.top_k, min_score=query.min_relevance, filters=f, mode=query.mode
         ):
             if hit.id not in hits or hits[hit.id].score < hit.score:
                 hits[hit.id] = hit
@@ -739,7 +715,7 @@ def _redirect(url: str) -> Response:
 @page
 def overview(request: Request, principal: Principal) -> Response:
     mem = _memory(request)
-    data = overview_data(mem, scope_pairs(principal, None, None))
+    data = overview_data(mem, scope_pairs(mem, principal, None, None))
     g = data["growth"]
     charts = {
         "growth": {
@@ -761,7 +737,7 @@ def overview(request: Request, principal: Principal) -> Response:
 
 def _choices(mem: Memory, principal: Principal) -> dict[str, list[str]]:
     """Values for the filter dropdowns, from what exists in the principal's scope."""
-    pairs = scope_pairs(principal, None, None)
+    pairs = scope_pairs(mem, principal, None, None)
     active = Filters()
     return {
         "users": [u for u in counts_in(mem, pairs, "user_id", active) if u],
@@ -777,8 +753,7 @@ def search(request: Request, principal: Principal) -> Response:
     query = Query.parse(request.query_params.multi_items())
     hits: list[SearchHit] | None = None
     if query.q:
-        pairs = scope_pairs(principal, query.user, query.agent)
-        hits = search_in(mem, pairs, query, query.filters(mem))
+        hits = search_in(mem, principal, query, query.filters(mem))
     return render(
         request,
         "search.html",
@@ -787,7 +762,7 @@ def search(request: Request, principal: Principal) -> Response:
             "hits": hits,
             "types": {h.id: memory_type(mem, h) for h in hits or []},
             # shared-pool hits from agents outside the key's scope: shown, not openable (as the API)
-            "openable": {h.id for h in hits or [] if can_see(principal, h.record)},
+            "openable": {h.id for h in hits or [] if mem.scope(principal).sees(h.record)},
             "choices": _choices(mem, principal),
         },
         principal=principal,
@@ -800,7 +775,7 @@ def browse(request: Request, principal: Principal) -> Response:
     mem = _memory(request)
     query = Query.parse(request.query_params.multi_items())
     f = query.filters(mem)
-    pairs = scope_pairs(principal, query.user, query.agent)
+    pairs = scope_pairs(mem, principal, query.user or None, query.agent or None)
     total = count_in(mem, pairs, f)
     pages = max(1, math.ceil(total / PAGE_SIZE))
     query.page = min(query.page, pages)
