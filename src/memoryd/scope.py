@@ -35,6 +35,7 @@ from memoryd.search.intent import Intent, analyse
 from memoryd.search.tiers import SHARED, memory_type
 from memoryd.shapes import (
     Combined,
+    Deleted,
     EventOut,
     FilterSpec,
     HistoryOut,
@@ -147,10 +148,20 @@ class Scope:
                 "name the agent: `memoryd mcp --agent ID`, the X-Memoryd-Agent header, or agent_id",
             )
         ws = resolve_workspace(self.memory.settings, self.agent_id, self.memory.store)
-        as_agent = self.user_id is not None and self.caller.can_access(self.user_id, self.agent_id)
-        if not as_agent:
-            self.caller.check(workspace_owner(self.memory.settings), self.agent_id)
+        if not self.may_use_files(self.agent_id):
+            self.caller.check(workspace_owner(self.memory.settings), self.agent_id)  # 403
         return ws
+
+    def may_use_files(self, agent_id: str) -> bool:
+        """Whether the caller may use ``agent_id``'s workspace (its files, chunks, runs):
+        a key covering the workspace owner and the agent, or this scope acting as that
+        agent (an agent reads its own files, whichever user it serves)."""
+        acting = (
+            agent_id == self.agent_id
+            and self.user_id is not None
+            and self.caller.can_access(self.user_id, agent_id)
+        )
+        return acting or self.caller.can_access(workspace_owner(self.memory.settings), agent_id)
 
     def _user(self) -> str:
         self.check()
@@ -226,12 +237,10 @@ class Scope:
         )  # fmt: skip
         return MemoryOut.of(new, self.shared)
 
-    def delete(self, memory_id: str, *, reason: str | None = None) -> MemoryOut:
+    def delete(self, memory_id: str, *, reason: str | None = None) -> Deleted:
         record = self._writable(memory_id)
-        gone = self.memory.delete(
-            record.id, user_id=record.user_id, actor=self.actor, reason=reason
-        )
-        return MemoryOut.of(gone, self.shared)
+        self.memory.delete(record.id, user_id=record.user_id, actor=self.actor, reason=reason)
+        return Deleted(id=record.id)
 
     def restore(self, memory_id: str) -> MemoryOut:
         record = self._writable(memory_id, include_deleted=True)

@@ -1,8 +1,9 @@
 """Workspace routes: memory_get, memory_search, session-start context, session
 notes, the pre-compaction flush, grounded backfill, indexing and per-agent status.
 
-Workspace files belong to ``workspace.user_id`` and the agent, so every route
-checks the caller's key against that pair before touching a file.
+Workspace files belong to the workspace owner (``workspace.user_id``) and the
+agent; every route asks :meth:`memoryd.scope.Scope.workspace` for the agent's
+workspace, which checks the caller's key, before touching a file.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from memoryd.api.auth import Principal, principal
 from memoryd.core import Memory
 from memoryd.pipelines import backfill, commitments
-from memoryd.workspace import Workspace, known_agents, resolve_workspace
+from memoryd.workspace import Workspace, known_agents
 from memoryd.workspace.context import build_context
 from memoryd.workspace.files import memory_get
 from memoryd.workspace.indexer import index_workspace
@@ -33,10 +34,8 @@ def _memory(request: Request) -> Memory:  # also the wiki routes'
 
 
 def _workspace(mem: Memory, p: Principal, agent_id: str) -> Workspace:
-    """The agent's workspace, after checking the key may act for its owner and agent."""
-    ws = resolve_workspace(mem.settings, agent_id, mem.store)
-    p.check(mem.settings.workspace.user_id, agent_id)
-    return ws
+    """The agent's workspace, if the key may use it (:meth:`Scope.workspace`)."""
+    return mem.scope(p, agent_id=agent_id).workspace()
 
 
 @router.get("/memory_get")
@@ -110,7 +109,7 @@ async def session_context(
     def run() -> dict[str, Any]:
         ws = _workspace(mem, p, agent_id)
         if user_id is not None:
-            p.check(user_id, agent_id)
+            mem.scope(p, user_id, agent_id).check()
         return build_context(mem, ws, query=query, budget=budget, user_id=user_id).to_json()
 
     return await run_in_threadpool(run)
@@ -281,11 +280,11 @@ async def workspaces(request: Request, p: Principal = Depends(principal)) -> dic
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        owner = mem.settings.workspace.user_id
+        scope = mem.scope(p)
         results = [
-            workspace_status(mem, resolve_workspace(mem.settings, agent, mem.store))
+            workspace_status(mem, mem.scope(p, agent_id=agent).workspace())
             for agent in known_agents(mem.settings, mem.store)
-            if p.can_access(owner, agent)
+            if scope.may_use_files(agent)
         ]
         return {"results": results}
 

@@ -477,13 +477,13 @@ def pipeline_runs(memory: Memory, principal: Principal) -> list[dict[str, Any]]:
     runs = memory.store.kv_get("pipelines:runs") or []
     if not isinstance(runs, list):
         return []
-    owner = memory.settings.workspace.user_id
+    scope = memory.scope(principal)
     clean = []
     for run in runs:
         if not isinstance(run, dict) or not run.get("name"):
             continue
         agent = run.get("agent")
-        if not principal.admin and agent is not None and not principal.can_access(owner, agent):
+        if not principal.admin and agent is not None and not scope.may_use_files(agent):
             continue
         errors = [str(e) for e in run.get("errors") or []]
         if run.get("error") and str(run["error"]) not in errors:
@@ -519,12 +519,12 @@ def dream_reports(memory: Memory, principal: Principal, *, per_agent: int = 3) -
     ``DREAMS.md`` is the people-facing review surface (seed 002); it is read
     through ``memory_get``, which keeps every read inside the agent's workspace.
     """
-    owner = memory.settings.workspace.user_id
+    scope = memory.scope(principal)
     reports: list[DreamReport] = []
     for agent in known_agents(memory.settings, memory.store):
-        if not principal.can_access(owner, agent):
+        if not scope.may_use_files(agent):
             continue
-        ws = resolve_workspace(memory.settings, agent, memory.store)
+        ws = memory.scope(principal, agent_id=agent).workspace()
         try:
             text = memory_get(ws, DREAMS_FILE).text
         except MemorydError as exc:  # e.g. a DREAMS.md symlinked out of the workspace

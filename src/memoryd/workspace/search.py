@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from memoryd.access import workspace_owner
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
 from memoryd.shapes import snippet
@@ -88,7 +89,7 @@ def memory_search(
     use_mmr = settings.mmr if mmr is None else mmr
     hits = memory.search(
         query,
-        user_id=memory.settings.workspace.user_id,
+        user_id=workspace_owner(memory.settings),
         agent_id=ws.agent_id,
         top_k=min(memory.settings.search.max_top_k, k * 3) if use_mmr else k,
         min_score=settings.min_score if min_score is None else min_score,
