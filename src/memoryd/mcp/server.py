@@ -9,7 +9,6 @@ it (:class:`McpGate`).
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,6 +24,7 @@ from starlette.types import Scope as AsgiScope
 
 import memoryd
 from memoryd.access import LOCAL, authenticate, configured_ids, requested_ids, token_from
+from memoryd.api.guard import answer_error
 from memoryd.core import Memory
 from memoryd.errors import MemorydError, PermissionDeniedError
 from memoryd.mcp.tools import MemoryTools
@@ -126,23 +126,9 @@ class McpGate:
                 principal, user, agent, actor=f"mcp:{principal.name}"
             )
         except MemorydError as exc:
-            await _error(send, exc)
+            await answer_error(send, exc)
             return
         await self.transport(scope, receive, send)
-
-
-async def _error(send: Send, exc: MemorydError) -> None:
-    body = json.dumps(
-        {"error": type(exc).__name__, "detail": exc.message, "hint": exc.hint}
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": exc.status_code,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 def mount(app: FastAPI, memory: Memory, path: str = "/mcp") -> None:
