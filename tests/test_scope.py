@@ -148,14 +148,16 @@ def test_the_owner_chunk_rule_joins_the_agents_files_to_another_users_search(
 def test_the_workspace_is_the_owners_and_the_agents(
     memory: Memory, tenants: dict[str, str]
 ) -> None:
-    assert memory.scope(DEV_ONLY, "alice", "dev").workspace().agent_id == "dev"  # acting as dev
+    files = memory.scope(DEV_ONLY, "alice", "dev").files()  # acting as dev
+    assert "Lisbon" in files.read("MEMORY.md").text
     with pytest.raises(PermissionDeniedError):
-        memory.scope(DEV_ONLY, agent_id="dev").workspace()  # the key does not cover the owner
+        memory.scope(DEV_ONLY, agent_id="dev").files()  # the key does not cover the owner
     owner = memory.settings.workspace.user_id
     owners_key = Principal(name="k", users=[owner], agents=["dev"])
-    assert memory.scope(owners_key, agent_id="dev").workspace().agent_id == "dev"
+    assert memory.scope(owners_key, agent_id="dev").files().agent_id == "dev"
     assert memory.scope(owners_key).may_use_files("dev")
     assert not memory.scope(owners_key).may_use_files("ops")
+    assert memory.scope(owners_key).agents() == ["dev"] and memory.scope(BOB).agents() == []
 
 
 def test_spans_split_a_key_into_the_scopes_it_covers(memory: Memory) -> None:

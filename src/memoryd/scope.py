@@ -43,10 +43,13 @@ from memoryd.shapes import (
     MemoryOut,
     Page,
 )
-from memoryd.workspace.layout import Workspace, resolve_workspace
+from memoryd.workspace.agent import AgentFiles
+from memoryd.workspace.layout import known_agents, resolve_workspace
 
 if TYPE_CHECKING:
     from memoryd.core import Memory
+
+__all__ = ["AgentFiles", "Scope"]
 
 
 class Scope:
@@ -140,7 +143,7 @@ class Scope:
             )
         return record
 
-    def workspace(self) -> Workspace:
+    def files(self) -> AgentFiles:
         """The scope's agent's workspace, if the caller may use its files."""
         if self.agent_id is None:
             raise InvalidInputError(
@@ -150,7 +153,7 @@ class Scope:
         ws = resolve_workspace(self.memory.settings, self.agent_id, self.memory.store)
         if not self.may_use_files(self.agent_id):
             self.caller.check(workspace_owner(self.memory.settings), self.agent_id)  # 403
-        return ws
+        return AgentFiles(self.memory, ws, self.user_id)
 
     def may_use_files(self, agent_id: str) -> bool:
         """Whether the caller may use ``agent_id``'s workspace (its files, chunks, runs):
@@ -162,6 +165,11 @@ class Scope:
             and self.caller.can_access(self.user_id, agent_id)
         )
         return acting or self.caller.can_access(workspace_owner(self.memory.settings), agent_id)
+
+    def agents(self) -> builtins.list[str]:
+        """The workspace agents whose files the caller may use."""
+        known = known_agents(self.memory.settings, self.memory.store)
+        return [agent for agent in known if self.may_use_files(agent)]
 
     def _user(self) -> str:
         self.check()

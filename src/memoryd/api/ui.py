@@ -47,8 +47,7 @@ from memoryd.errors import (
 )
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, SearchHit, State
 from memoryd.search.tiers import memory_type as tier_of
-from memoryd.workspace.files import memory_get
-from memoryd.workspace.layout import DREAMS_FILE, known_agents, resolve_workspace
+from memoryd.workspace.layout import DREAMS_FILE
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
@@ -443,12 +442,10 @@ class SourceView:
     note: str | None = None
 
 
-def source_lines(memory: Memory, record: MemoryRecord) -> SourceView | None:
-    """The cited lines of the record's Markdown file, read through the workspace module.
-
-    ``memory_get`` resolves the agent's workspace and refuses paths that leave
-    it, so the dashboard never opens a file a record merely names.
-    """
+def source_lines(memory: Memory, principal: Principal, record: MemoryRecord) -> SourceView | None:
+    """The cited lines of the record's Markdown file, read through the agent's files
+    (:meth:`Scope.files`), which refuse paths that leave the workspace, so the
+    dashboard never opens a file a record merely names."""
     src = record.source
     if src is None:
         return None
@@ -457,12 +454,12 @@ def source_lines(memory: Memory, record: MemoryRecord) -> SourceView | None:
     start = src.start_line or 1
     count = (src.end_line or start) - start + 1 if src.start_line else None
     try:
-        ws = resolve_workspace(memory.settings, record.agent_id, memory.store)
-        piece = memory_get(ws, src.path, start, count)
+        files = memory.scope(principal, record.user_id, record.agent_id).files()
+        piece = files.read(src.path, start, count)
     except MemorydError as exc:  # a path the workspace refuses: say so instead of the lines
         return SourceView(note=f"Cannot show the lines: {exc.message}.")
     if piece.missing:
-        return SourceView(note=f"{src.path} no longer exists in the workspace of {ws.agent_id}.")
+        return SourceView(note=f"{src.path} no longer exists in the workspace of {files.agent_id}.")
     return SourceView(lines=[(start + n, line) for n, line in enumerate(piece.text.split("\n"))])
 
 
@@ -516,17 +513,13 @@ class DreamReport:
 def dream_reports(memory: Memory, principal: Principal, *, per_agent: int = 3) -> list[DreamReport]:
     """The newest dream reports of each workspace agent the principal may access.
 
-    ``DREAMS.md`` is the people-facing review surface (seed 002); it is read
-    through ``memory_get``, which keeps every read inside the agent's workspace.
+    ``DREAMS.md`` is the people-facing review surface (seed 002); it is read through
+    the agent's files (:meth:`Scope.files`), which keep every read inside the workspace.
     """
-    scope = memory.scope(principal)
     reports: list[DreamReport] = []
-    for agent in known_agents(memory.settings, memory.store):
-        if not scope.may_use_files(agent):
-            continue
-        ws = memory.scope(principal, agent_id=agent).workspace()
+    for agent in memory.scope(principal).agents():
         try:
-            text = memory_get(ws, DREAMS_FILE).text
+            text = memory.scope(principal, agent_id=agent).files().read(DREAMS_FILE).text
         except MemorydError as exc:  # e.g. a DREAMS.md symlinked out of the workspace
             reports.append(DreamReport(agent, f"{DREAMS_FILE} cannot be read", [str(exc)]))
             continue
@@ -824,7 +817,7 @@ def _memory_view(
         {
             "record": record,
             "timeline": timeline(mem.store.history(record.id)),
-            "lines": source_lines(mem, record),
+            "lines": source_lines(mem, principal, record),
             "notice": NOTICES.get(request.query_params.get("notice", "")),
             "error": error,
             "draft": record.text if draft is None else draft,

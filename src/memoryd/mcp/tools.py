@@ -24,13 +24,9 @@ from memoryd.audit import note
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, MemorydError
 from memoryd.models import Origin
-from memoryd.pipelines import backfill, commitments
 from memoryd.scope import Scope
 from memoryd.shapes import FilterSpec, HitOut
-from memoryd.workspace.context import build_context
-from memoryd.workspace.files import memory_get as read_lines
 from memoryd.workspace.layout import local_today
-from memoryd.workspace.sessions import flush, write_session_note
 
 Tier = Literal["long_term", "short_term"]
 SearchTier = Literal["combined", "long_term", "short_term"]
@@ -187,7 +183,7 @@ class MemoryTools:
         empty text (nothing was written that day). Only files inside the agent's
         workspace can be read."""
         scope = self._begin(ctx, "memory_get")
-        got = read_lines(scope.workspace(), path, from_line, lines)
+        got = scope.files().read(path, from_line, lines)
         return got.to_json()
 
     @tool_errors
@@ -210,9 +206,7 @@ class MemoryTools:
         memory_search for specific questions. Long files are cut in the middle with a
         marker that says how to read the rest with memory_get."""
         scope = self._begin(ctx, "memory_context")
-        built = build_context(
-            self.memory, scope.workspace(), query=query, budget=budget, user_id=scope.user_id
-        )
+        built = scope.files().context(query, budget)
         return built.to_json()
 
     # -- writing --------------------------------------------------------------------------
@@ -317,7 +311,7 @@ class MemoryTools:
         memoryd pick out what the diary lacks. They are appended to today's diary,
         searchable at once."""
         scope = self._begin(ctx, "memory_flush")
-        done = flush(self.memory, scope.workspace(), notes, messages=messages)
+        done = scope.files().flush(notes, messages=messages)
         return done.to_json()
 
     @tool_errors
@@ -334,7 +328,7 @@ class MemoryTools:
         /new or /reset, or the task is done): its last messages become a session note,
         memory/YYYY-MM-DD-<slug>.md, found by later searches."""
         scope = self._begin(ctx, "memory_session_end")
-        note = write_session_note(self.memory, scope.workspace(), messages, session_id=session_id)
+        note = scope.files().session_end(messages, session_id=session_id)
         return note.to_json()
 
     @tool_errors
@@ -364,9 +358,7 @@ class MemoryTools:
         dream and promotion can take them to long-term or MEMORY.md. Rollback removes
         exactly what backfills added."""
         scope = self._begin(ctx, "memory_rem_backfill")
-        report = backfill.rem_backfill(
-            self.memory,
-            scope.workspace(),
+        report = scope.files().backfill(
             path=path,
             stage_short_term=stage_short_term,
             rollback=rollback,
@@ -397,16 +389,12 @@ class MemoryTools:
         in with the user about each result, then call it with action "done" and its id.
         Never put these in MEMORY.md; they are short-lived."""
         scope = self._begin(ctx, "memory_commitments")
-        agent = scope.workspace().agent_id
+        files = scope.files()
         if action == "done":
             if not commitment_id:
                 raise InvalidInputError("done needs a commitment_id", "pass the id from due/list")
-            return {"result": commitments.close(self.memory, agent, commitment_id).to_json()}
-        items = (
-            commitments.due(self.memory, agent, channel)
-            if action == "due"
-            else commitments.listing(self.memory, agent)
-        )
+            return {"result": files.close_commitment(commitment_id).to_json()}
+        items = files.commitments(due=action == "due", channel=channel)
         return {"results": [c.to_json() for c in items]}
 
     @tool_errors
@@ -421,7 +409,7 @@ class MemoryTools:
         status (current, contested, stale, superseded) and dates. Use it for "what do we
         know about X"; use memory_search for what was said in conversations."""
         scope = self._begin(ctx, "wiki_search")
-        return {"results": wiki.search(self.memory, scope.workspace(), query, limit)}
+        return {"results": scope.files().wiki_search(query, limit)}
 
     @tool_errors
     def wiki_get(
@@ -435,7 +423,7 @@ class MemoryTools:
         claims, each with evidence to cite or check with memory_get, status and dates, and
         the page's Markdown. Given a claim id, the page holding that claim."""
         scope = self._begin(ctx, "wiki_get")
-        return {"result": wiki.get(self.memory, scope.workspace(), page)}
+        return {"result": scope.files().wiki_get(page)}
 
     @tool_errors
     def wiki_apply(
@@ -469,7 +457,7 @@ class MemoryTools:
                 op="add", page=page, text=text, evidence=list(evidence or []), confidence=confidence
             )
         )
-        claim, report = wiki.apply(self.memory, scope.workspace(), edit)
+        claim, report = scope.files().wiki_apply(edit)
         return {"claim": claim.to_json() if claim else None, "compile": report.to_json()}
 
     @tool_errors
@@ -478,7 +466,7 @@ class MemoryTools:
         with unresolvable evidence, cited lines that changed since a claim was applied,
         contradictions (retire the claim that no longer holds), stale pages, orphan pages."""
         scope = self._begin(ctx, "wiki_lint")
-        return {"problems": wiki.lint(self.memory, scope.workspace())}
+        return {"problems": scope.files().wiki_lint()}
 
     @tool_errors
     def memory_update(
