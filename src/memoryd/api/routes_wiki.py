@@ -89,17 +89,10 @@ async def apply_edit(
 ) -> dict[str, Any]:
     """A structured edit: add a claim with evidence that resolves, or retire a claim."""
     mem = _memory(request)
-    edit = (
-        wiki.Edit(op="retire", claim=body.claim_id, status=body.status, reason=body.reason)
-        if body.op == "retire"
-        else wiki.Edit(
-            op="add",
-            page=body.page,
-            text=body.text,
-            evidence=body.evidence,
-            confidence=body.confidence,
-        )
-    )
+    edit = wiki.Edit.of(
+        body.op, page=body.page, text=body.text, evidence=body.evidence,
+        confidence=body.confidence, claim=body.claim_id, status=body.status, reason=body.reason,
+    )  # fmt: skip
 
     def run() -> dict[str, Any]:
         claim, report = _files(mem, p, body.agent_id).wiki_apply(edit)

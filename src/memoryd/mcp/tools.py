@@ -450,13 +450,10 @@ class MemoryTools:
         where it was said (refused without evidence that resolves), or retire a claim.
         The page is recompiled; the edit survives later compiles."""
         scope = self._begin(ctx, "wiki_apply")
-        edit = (
-            wiki.Edit(op="retire", claim=claim_id, status=status, reason=reason)
-            if op == "retire"
-            else wiki.Edit(
-                op="add", page=page, text=text, evidence=list(evidence or []), confidence=confidence
-            )
-        )
+        edit = wiki.Edit.of(
+            op, page=page, text=text, evidence=evidence, confidence=confidence, claim=claim_id,
+            status=status, reason=reason,
+        )  # fmt: skip
         claim, report = scope.files().wiki_apply(edit)
         return {"claim": claim.to_json() if claim else None, "compile": report.to_json()}
 
