@@ -114,21 +114,19 @@ class McpGate:
         self.transport = transport
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.transport(scope, receive, send)
-            return
-        request = Request(scope)
-        settings = self.memory.settings
         try:
-            principal = authenticate(settings, token_from(request))
-            user, agent = requested_ids(settings, principal, request.headers)
-            scope[SCOPE_KEY] = self.memory.scope(
-                principal, user, agent, actor=f"mcp:{principal.name}"
-            )
+            if scope["type"] == "http":  # lifespan and the rest pass straight through
+                scope[SCOPE_KEY] = self._scope(Request(scope))
         except MemorydError as exc:
             await answer_error(send, exc)
-            return
-        await self.transport(scope, receive, send)
+        else:
+            await self.transport(scope, receive, send)
+
+    def _scope(self, request: Request) -> Scope:
+        settings = self.memory.settings
+        principal = authenticate(settings, token_from(request))
+        user, agent = requested_ids(settings, principal, request.headers)
+        return self.memory.scope(principal, user, agent, actor=f"mcp:{principal.name}")
 
 
 def mount(app: FastAPI, memory: Memory, path: str = "/mcp") -> None:
