@@ -305,3 +305,19 @@ def test_the_cli_answers_the_same_locally_and_over_http(served: tuple[Any, Memor
     }
     local, remote = both("history", mid)
     assert local == remote and [h["event"] for h in local["results"]] == ["ADD", "DELETE"]
+
+
+def test_the_memory_routes_declare_the_shapes_they_answer(served: tuple[Any, Memory, str]) -> None:
+    server, _, _ = served
+    spec = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
+
+    def answer(path: str, method: str) -> str:
+        ok = spec["paths"][path][method]["responses"]["200"]["content"]["application/json"]
+        return str(ok["schema"])
+
+    assert "SearchAnswer" in answer("/memory/search", "post")
+    assert "MemoryAnswer" in answer("/memory/{memory_id}", "get")
+    assert "HistoryOut" in answer("/memories/{memory_id}/history", "get")
+    hit = spec["components"]["schemas"]["HitOut"]
+    assert {"id", "memory", "score", "parts", "memory_type"} <= set(hit["required"])
+    assert "snippet" in hit["properties"] and "snippet" not in hit["required"]
