@@ -12,8 +12,11 @@ owns what. The rule, from core.py / search/pool.py and the README:
   memory id it may not see (the same answer as for an id that does not exist);
 - no answer ever contains the id or text of a memory outside that.
 
-Targeted cases then cover /v1/context, /v1/memory_get, the dashboard with a
-scoped key cookie, and the MCP tools over HTTP.
+The rules live in one place, :class:`memoryd.scope.Scope`; the machine drives it once
+directly (:class:`ScopeDriver` answers the same requests by calling Scope, no HTTP)
+and twice over the real HTTP API, without and with scoped keys. Targeted cases then
+cover /v1/context, /v1/memory_get, the dashboard with a scoped key cookie, and the
+MCP tools over HTTP.
 """
 
 from __future__ import annotations
@@ -32,9 +35,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from pydantic import SecretStr
 
+from memoryd.access import authenticate
 from memoryd.api import create_app
 from memoryd.core import Memory
 from memoryd.embed import Embedder
+from memoryd.errors import MemorydError
+from memoryd.scope import Scope
 from memoryd.settings import ApiKey, Settings
 from tests.conftest import FULL, LiveServer
 from tests.mcp_client import McpSession
@@ -95,10 +101,82 @@ class Owned:
     deleted: bool = False
 
 
+@dataclass
+class Answer:
+    """What :class:`ScopeDriver` answers: an HTTP response's status and JSON."""
+
+    status_code: int
+    body: Any
+
+    def json(self) -> Any:
+        return self.body
+
+    @property
+    def text(self) -> str:
+        return json.dumps(self.body)
+
+
+class ScopeDriver:
+    """The machine's requests answered by Scope itself: the caller from the key as the
+    API resolves it, then one Scope call, its MemorydError as the status it carries."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    def _scope(self, headers: dict[str, str] | None, user: Any = None, agent: Any = None) -> Scope:
+        token = (headers or {}).get("Authorization", "").removeprefix("Bearer ") or None
+        return self.memory.scope(authenticate(self.memory.settings, token), user, agent)
+
+    def _answer(self, call: Any) -> Answer:
+        try:
+            return Answer(200, call())
+        except MemorydError as exc:
+            return Answer(exc.status_code, {"error": type(exc).__name__, "detail": exc.message})
+
+    @staticmethod
+    def _dump(items: list[Any]) -> list[Any]:
+        return [i.model_dump() for i in items]
+
+    def post(self, path: str, json: dict[str, Any], headers: Any = None) -> Answer:
+        scope = self._scope(headers, json.get("user_id"), json.get("agent_id"))
+        if path == "/memory/add":
+            return self._answer(lambda: {"results": self._dump(scope.add(
+                json["text"], metadata=json["metadata"], infer=json["infer"]))})  # fmt: skip
+        assert path == "/memory/search", path
+        return self._answer(lambda: {"results": self._dump(scope.search(
+            json["query"], top_k=json["top_k"], include_shared=json["include_shared"],
+            mode=json["mode"]))})  # fmt: skip
+
+    def get(self, path: str, params: Any = None, headers: Any = None) -> Answer:
+        if path == "/memory/list":
+            scope = self._scope(headers, params.get("user_id"), params.get("agent_id"))
+            return self._answer(
+                lambda: {"results": self._dump(scope.list(limit=params["limit"]).results)}
+            )
+        scope = self._scope(headers)
+        mid = path.split("/")[-2 if path.endswith("/history") else -1]
+        if "history" in path:
+            return self._answer(lambda: {"results": self._dump(scope.history(mid))})
+        return self._answer(lambda: {"result": scope.get(mid).model_dump()})
+
+    def put(self, path: str, json: dict[str, Any], headers: Any = None) -> Answer:
+        scope = self._scope(headers)
+        return self._answer(
+            lambda: {"result": scope.update(json["memory_id"], json["text"]).model_dump()}
+        )
+
+    def delete(self, path: str, params: Any = None, headers: Any = None) -> Answer:
+        if path == "/memory/reset":
+            scope = self._scope(headers, params["user_id"])
+            return self._answer(lambda: {"deleted": scope.reset()})
+        scope = self._scope(headers)
+        return self._answer(lambda: scope.delete(path.split("/")[-1]).model_dump())
+
+
 class Tenants:
     """A module-scoped server per configuration; the state machine's memory of owners."""
 
-    def __init__(self, client: httpx.Client, keys: list[Key]) -> None:
+    def __init__(self, client: httpx.Client | ScopeDriver, keys: list[Key]) -> None:
         self.client = client
         self.keys = keys
         self.owned: dict[str, Owned] = {}
@@ -120,6 +198,16 @@ def _server(tmp: Path, embedder: Embedder, keys: list[Key]) -> Iterator[Tenants]
     ):
         yield Tenants(client, keys)
     mem.close()
+
+
+@pytest.fixture(scope="module")
+def scope_tenants(
+    tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
+) -> Iterator[Tenants]:
+    s = Settings(home=tmp_path_factory.mktemp("scope"))
+    s.auth.keys = _api_keys(KEYED)
+    with Memory(s, embedder=embedder) as mem:
+        yield Tenants(ScopeDriver(mem), KEYED)
 
 
 @pytest.fixture(scope="module")
@@ -338,6 +426,10 @@ def _run(tenants: Tenants) -> None:
     print(f"isolation: {tenants.added} memories added, {tenants.checked} results checked")
     assert tenants.checked > 20 and tenants.added > 20
     assert not tenants.leaks
+
+
+def test_random_scope_operations_never_leak(scope_tenants: Tenants) -> None:
+    _run(scope_tenants)
 
 
 def test_random_operations_never_leak_without_keys(open_tenants: Tenants) -> None:

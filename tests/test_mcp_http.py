@@ -121,7 +121,7 @@ def test_every_write_and_read_tool_round_trips(server, memory: Memory, clock) ->
 
         history = s.call("memory_history", memory_id=mid)["history"]
         assert [h["event"] for h in history] == ["ADD", "UPDATE"]
-        assert history[1]["old_text"] == "The staging database runs on port 5433"
+        assert history[1]["old_memory"] == "The staging database runs on port 5433"
         assert (
             history[1]["actor"] == "mcp:anonymous" and history[1]["reason"] == "pgbouncer in front"
         )

@@ -604,17 +604,17 @@ def test_a_scoped_key_sees_only_its_users(keyed: Memory, seeded: Seeded, live_se
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-def test_scope_pairs_narrow_a_key_to_its_users_and_agents() -> None:
+def test_scope_pairs_narrow_a_key_to_its_users_and_agents(memory: Memory) -> None:
     admin = Principal(name="root", admin=True)
     two = Principal(name="k", users=["a", "b"], agents=["x"])
-    assert scope_pairs(admin, None, None) == [(None, None)]
-    assert scope_pairs(admin, "z", None) == [("z", None)]
-    assert scope_pairs(two, None, None) == [("a", "x"), ("b", "x")]
-    assert scope_pairs(two, "b", None) == [("b", "x")]
+    assert scope_pairs(memory, admin, None, None) == [(None, None)]
+    assert scope_pairs(memory, admin, "z", None) == [("z", None)]
+    assert scope_pairs(memory, two, None, None) == [("a", "x"), ("b", "x")]
+    assert scope_pairs(memory, two, "b", None) == [("b", "x")]
     with pytest.raises(PermissionDeniedError):
-        scope_pairs(two, "c", None)
+        scope_pairs(memory, two, "c", None)
     with pytest.raises(PermissionDeniedError):
-        scope_pairs(two, "a", "y")
+        scope_pairs(memory, two, "a", "y")
 
 
 def test_query_parsing_rejects_bad_numbers() -> None:

@@ -1,13 +1,12 @@
-"""Who may read and change what: the one place every face asks.
+"""Callers and their keys: who is asking, and what their key covers.
 
 A caller is a :class:`Principal`: the API key a request presented (its users
 and agents bound it; an empty list means any), or the anonymous admin when no
 keys are configured. The HTTP API, the dashboard, the MCP server over HTTP and
 the audit log all resolve a caller here (:func:`authenticate`,
-:func:`token_from`) and decide with :func:`visible`: a memory outside the
-caller's reach answers exactly like a missing one, so a scoped key cannot
-probe which ids exist in other users' memory. Workspace files belong to
-:func:`workspace_owner` and the agent.
+:func:`token_from`); what a caller may then read and change, as a user and
+agent, is decided by :class:`memoryd.scope.Scope` (``memory.scope(...)``).
+Workspace files belong to :func:`workspace_owner` and the agent.
 """
 
 from __future__ import annotations
@@ -18,10 +17,9 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from memoryd.core import Memory
-from memoryd.errors import MemorydError, NotFoundError, PermissionDeniedError
-from memoryd.models import MemoryRecord
+from memoryd.errors import MemorydError, PermissionDeniedError
 from memoryd.settings import Settings
+from memoryd.validate import check_id
 
 
 class AuthenticationError(MemorydError):
@@ -57,6 +55,10 @@ class Principal(BaseModel):
 
 
 ANONYMOUS = Principal(name="anonymous", admin=True)
+#: whoever runs this process (the CLI on the local store, ``memoryd mcp`` over stdio)
+LOCAL = Principal(name="local", admin=True)
+USER_HEADER = "x-memoryd-user"
+AGENT_HEADER = "x-memoryd-agent"
 
 
 def authenticate(settings: Settings, token: str | None) -> Principal:
@@ -94,22 +96,49 @@ def token_from(request: Carrier) -> str | None:
     return request.headers.get("x-api-key") or request.cookies.get("memoryd_key") or None
 
 
-def visible(
-    memory: Memory, principal: Principal, memory_id: str, *, include_deleted: bool = False
-) -> MemoryRecord:
-    """The memory, if it exists (deleted ones with ``include_deleted``) and ``principal``
-    may see it; otherwise "not found", the same either way."""
-    try:
-        record = memory.get(memory_id, include_deleted=include_deleted)
-    except NotFoundError:
-        record = None
-    if record is None or not principal.can_access(record.user_id, record.agent_id):
-        raise NotFoundError(
-            f"no memory with id {memory_id}", "check the id, or search for the memory instead"
-        )
-    return record
-
-
 def workspace_owner(settings: Settings) -> str:
     """The user every agent workspace (its files, chunks and pipelines) belongs to."""
     return settings.workspace.user_id
+
+
+def configured_ids(settings: Settings) -> tuple[str, str | None]:
+    """The (user, agent) of ``memoryd mcp`` over stdio: the server's own configuration
+    (``settings.mcp``, or ``--user`` / ``--agent``), never a tool argument."""
+    limits = settings.limits
+    user = check_id(settings.mcp.user_id, "mcp.user_id", limits, required=True)
+    agent = check_id(settings.mcp.agent_id, "mcp.agent_id", limits)
+    assert user is not None
+    return user, agent
+
+
+def requested_ids(
+    settings: Settings, principal: Principal, headers: Mapping[str, str]
+) -> tuple[str, str | None]:
+    """The (user, agent) an MCP request over HTTP acts as: the key bounds it, and the
+    ``X-Memoryd-User`` / ``X-Memoryd-Agent`` headers (set once in the client's MCP
+    configuration) pick within those bounds; a key's only user or agent is the default.
+
+    Raises :class:`PermissionDeniedError` when the headers ask for a user or agent
+    outside the key, or when the key covers several and none is named.
+    """
+    limits = settings.limits
+    user = _pick(headers.get(USER_HEADER), principal.users, settings.mcp.user_id, "user")
+    agent = _pick(headers.get(AGENT_HEADER), principal.agents, settings.mcp.agent_id, "agent")
+    user = check_id(user, "X-Memoryd-User", limits, required=True)
+    agent = check_id(agent, "X-Memoryd-Agent", limits)
+    assert user is not None
+    principal.check(user, agent)
+    return user, agent
+
+
+def _pick(asked: str | None, allowed: list[str], default: str | None, what: str) -> str | None:
+    if asked:
+        return asked
+    if len(allowed) == 1:
+        return allowed[0]
+    if allowed and default not in allowed:
+        raise PermissionDeniedError(
+            f"this key covers several {what}s ({', '.join(allowed)}) and the request names none",
+            f"send the X-Memoryd-{what.title()} header with one of them in your MCP client config",
+        )
+    return default

@@ -1,10 +1,10 @@
-"""One interface to memory, local or remote, speaking the API's JSON shapes.
+"""A :class:`~memoryd.scope.Scope` on a running ``memoryd serve``, over HTTP.
 
-:class:`MemoryClient` talks to a running ``memoryd serve`` over HTTP (the
-``/memory/*`` routes); :class:`LocalBackend` runs the same operations on a
-:class:`~memoryd.core.Memory` in this process. Both answer with the dicts of
-:mod:`memoryd.api.shapes`, so the CLI prints the same thing either way and
-``memoryd search --url ...`` is ``memoryd search`` against another machine.
+:class:`MemoryClient` has the scope's operations, with the same arguments, and
+answers with the same :mod:`memoryd.shapes` models, parsed from the
+``/memory/*`` routes' JSON. So ``memoryd search --url ...`` is ``memoryd search``
+against another machine: the CLI holds either a local scope
+(``memory.scope(...)``) or this client, and calls the same methods.
 
 Errors come back as the named memoryd errors the server raised (message and
 hint intact), so a remote failure reads like a local one.
@@ -13,96 +13,33 @@ hint intact), so a remote failure reads like a local one.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from memoryd import errors
-from memoryd.errors import MemorydError, UpstreamError
-from memoryd.models import Filters
+from memoryd.errors import InvalidInputError, MemorydError, UpstreamError
 from memoryd.search.intent import Intent, analyse
-
-
-class MemoryBackend(Protocol):
-    def add(
-        self,
-        text: str | None = None,
-        *,
-        messages: Sequence[dict[str, Any]] | None = None,
-        user_id: str,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        infer: bool = True,
-        prompt: str | None = None,
-    ) -> builtins.list[dict[str, Any]]: ...
-
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        top_k: int = 5,
-        min_score: float | None = None,
-        time_decay: bool = True,
-        mode: str = "hybrid",
-        include_archived: bool = False,
-        categories: Sequence[str] | None = None,
-    ) -> builtins.list[dict[str, Any]]: ...
-
-    def search_combined(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-        long_term_top_k: int = 5,
-        short_term_top_k: int = 5,
-        recent_days: int = 7,
-        min_score: float | None = None,
-        time_decay: bool = True,
-        mode: str = "hybrid",
-        categories: Sequence[str] | None = None,
-    ) -> builtins.list[dict[str, Any]]: ...
-
-    def intent(self, query: str) -> Intent:
-        """What the query is after (``--smart``): the server's LLM when it is local and
-        configured, else rules."""
-        ...
-
-    def list(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        category: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> dict[str, Any]: ...
-
-    def get(self, memory_id: str) -> dict[str, Any]: ...
-    def update(
-        self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> dict[str, Any]: ...
-    def delete(self, memory_id: str) -> dict[str, Any]: ...
-    def restore(self, memory_id: str) -> dict[str, Any]: ...
-    def history(self, memory_id: str) -> builtins.list[dict[str, Any]]: ...
-    def reset(
-        self, *, user_id: str, agent_id: str | None = None, run_id: str | None = None
-    ) -> int: ...
-    def close(self) -> None: ...
+from memoryd.shapes import Combined, Deleted, EventOut, FilterSpec, HistoryOut, HitOut, MemoryOut
+from memoryd.shapes import Page as PageOut
 
 
 class MemoryClient:
-    """HTTP client for a running memoryd."""
+    """HTTP client for a running memoryd, acting as ``user_id`` (and ``agent_id``)."""
 
-    def __init__(self, url: str, api_key: str | None = None, timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        timeout: float = 300.0,
+    ) -> None:
         self.url = url.rstrip("/")
+        self.user_id = user_id
+        self.agent_id = agent_id
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
@@ -136,11 +73,12 @@ class MemoryClient:
             )
         return body
 
-    @staticmethod
-    def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
+    def _scoped(self, **data: Any) -> dict[str, Any]:
+        """``data`` with this client's user and agent; None values left out."""
+        data = {"user_id": self.user_id, "agent_id": self.agent_id, **data}
         return {k: v for k, v in data.items() if v is not None}
 
-    # -- operations ---------------------------------------------------------------------------
+    # -- the scope's operations ---------------------------------------------------------------
     def health(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/health")
         return result
@@ -149,310 +87,148 @@ class MemoryClient:
         self,
         text: str | None = None,
         *,
-        messages: Sequence[dict[str, Any]] | None = None,
-        user_id: str,
-        agent_id: str | None = None,
+        messages: builtins.list[dict[str, Any]] | None = None,
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
-        infer: bool = True,
+        category: str | None = None,
+        infer: bool = False,
         prompt: str | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        payload = self._drop_none(
-            {
-                "text": text,
-                "messages": list(messages) if messages is not None else None,
-                "user_id": user_id,
-                "agent_id": agent_id,
-                "run_id": run_id,
-                "metadata": metadata,
-                "infer": infer,
-                "custom_extraction_prompt": prompt,
-            }
+        event_at: datetime | None = None,
+    ) -> builtins.list[EventOut]:
+        if category is not None:
+            metadata = {**(metadata or {}), "category": category}
+        payload = self._scoped(
+            text=text,
+            messages=messages,
+            run_id=run_id,
+            metadata=metadata,
+            infer=infer,
+            custom_extraction_prompt=prompt,
+            timestamp=event_at.isoformat() if event_at else None,
         )
-        results: builtins.list[dict[str, Any]] = self._call("POST", "/memory/add", json=payload)[
-            "results"
-        ]
-        return results
+        body = self._call("POST", "/memory/add", json=payload)
+        return [EventOut.model_validate(e) for e in body["results"]]
 
-    def search(
+    def update(
         self,
-        query: str,
+        memory_id: str,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
         *,
-        user_id: str,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        top_k: int = 5,
-        min_score: float | None = None,
-        time_decay: bool = True,
-        mode: str = "hybrid",
-        include_archived: bool = False,
-        categories: Sequence[str] | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        payload = self._drop_none(
-            {
-                "query": query,
-                "user_id": user_id,
-                "agent_id": agent_id,
-                "run_id": run_id,
-                "top_k": top_k,
-                "min_score": min_score,
-                "time_decay": time_decay,
-                "mode": mode,
-                "include_archived": include_archived,
-                "filters": {"categories": list(categories)} if categories else None,
-            }
+        reason: str | None = None,
+    ) -> MemoryOut:
+        payload = {"memory_id": memory_id, "text": text, "metadata": metadata, "reason": reason}
+        body = self._call(
+            "PUT", "/memory/update", json={k: v for k, v in payload.items() if v is not None}
         )
-        results: builtins.list[dict[str, Any]] = self._call("POST", "/memory/search", json=payload)[
-            "results"
-        ]
-        return results
+        return MemoryOut.model_validate(body["result"])
 
-    def search_combined(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-        long_term_top_k: int = 5,
-        short_term_top_k: int = 5,
-        recent_days: int = 7,
-        min_score: float | None = None,
-        time_decay: bool = True,
-        mode: str = "hybrid",
-        categories: Sequence[str] | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        payload = self._drop_none(
-            {
-                "query": query,
-                "user_id": user_id,
-                "agent_id": agent_id,
-                "long_term_top_k": long_term_top_k,
-                "short_term_top_k": short_term_top_k,
-                "recent_days": recent_days,
-                "min_score": min_score,
-                "time_decay": time_decay,
-                "mode": mode,
-                "filters": {"categories": list(categories)} if categories else None,
-            }
+    def delete(self, memory_id: str, *, reason: str | None = None) -> Deleted:
+        params = {"reason": reason} if reason else None
+        self._call("DELETE", f"/memory/{_quote(memory_id)}", params=params)
+        return Deleted(id=memory_id)
+
+    def restore(self, memory_id: str) -> MemoryOut:
+        body = self._call("POST", f"/memory/restore/{_quote(memory_id)}")
+        return MemoryOut.model_validate(body["result"])
+
+    def reset(self, *, run_id: str | None = None) -> int:
+        return int(
+            self._call("DELETE", "/memory/reset", params=self._scoped(run_id=run_id))["deleted"]
         )
-        results: builtins.list[dict[str, Any]] = self._call(
-            "POST", "/memory/search_combined", json=payload
-        )["results"]
-        return results
 
-    def intent(self, query: str) -> Intent:
-        return analyse(query)  # the server's LLM is not offered over HTTP: rules
+    def get(self, memory_id: str) -> MemoryOut:
+        return MemoryOut.model_validate(self._call("GET", f"/memory/{_quote(memory_id)}")["result"])
+
+    def history(self, memory_id: str) -> builtins.list[HistoryOut]:
+        body = self._call("GET", f"/memory/history/{_quote(memory_id)}")
+        return [HistoryOut.model_validate(h) for h in body["results"]]
 
     def list(
         self,
         *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
         run_id: str | None = None,
-        category: str | None = None,
+        filters: FilterSpec | None = None,
         limit: int = 100,
         offset: int = 0,
-    ) -> dict[str, Any]:
-        params = self._drop_none(
-            {
-                "user_id": user_id,
-                "agent_id": agent_id,
-                "run_id": run_id,
-                "category": category,
-                "limit": limit,
-                "offset": offset,
-            }
+    ) -> PageOut:
+        spec = filters or FilterSpec()
+        categories = [c for c in [spec.category, *(spec.categories or [])] if c]
+        origins = [o for o in [spec.origin, *(spec.origins or [])] if o]
+        if len(categories) > 1 or len(origins) > 1 or spec.created_after or spec.created_before:
+            raise InvalidInputError(
+                "GET /memory/list filters by one category, one origin and a memory_type",
+                "list one category at a time, or use search for the other filters",
+            )
+        params = self._scoped(
+            run_id=run_id,
+            category=categories[0] if categories else None,
+            origin=origins[0] if origins else None,
+            memory_type=spec.memory_type,
+            limit=limit,
+            offset=offset,
         )
         page = self._call("GET", "/memory/list", params=params)
-        return {"results": page["results"], "total": page["total"]}
-
-    def get(self, memory_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/memory/{_quote(memory_id)}")["result"]
-        return result
-
-    def update(
-        self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        payload = self._drop_none({"memory_id": memory_id, "text": text, "metadata": metadata})
-        result: dict[str, Any] = self._call("PUT", "/memory/update", json=payload)["result"]
-        return result
-
-    def delete(self, memory_id: str) -> dict[str, Any]:
-        self._call("DELETE", f"/memory/{_quote(memory_id)}")
-        return {"id": memory_id, "deleted": True}
-
-    def restore(self, memory_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/memory/restore/{_quote(memory_id)}")[
-            "result"
-        ]
-        return result
-
-    def history(self, memory_id: str) -> builtins.list[dict[str, Any]]:
-        results: builtins.list[dict[str, Any]] = self._call(
-            "GET", f"/memory/history/{_quote(memory_id)}"
-        )["results"]
-        return results
-
-    def reset(self, *, user_id: str, agent_id: str | None = None, run_id: str | None = None) -> int:
-        params = self._drop_none({"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
-        return int(self._call("DELETE", "/memory/reset", params=params)["deleted"])
-
-
-class LocalBackend:
-    """The same operations on a :class:`~memoryd.core.Memory` in this process."""
-
-    def __init__(self, memory: Any) -> None:
-        from memoryd.core import Memory
-
-        self.memory: Memory = memory
-        self._shared = memory.settings.search.shared_categories
-
-    def close(self) -> None:
-        self.memory.close()
-
-    def add(
-        self,
-        text: str | None = None,
-        *,
-        messages: Sequence[dict[str, Any]] | None = None,
-        user_id: str,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        infer: bool = True,
-        prompt: str | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        from memoryd.api.shapes import event_out
-
-        events = self.memory.add(
-            text,
-            messages=messages,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            metadata=metadata,
-            infer=infer,
-            prompt=prompt,
-            actor="cli",
-        )
-        return [event_out(e) for e in events]
+        return PageOut.model_validate(page)
 
     def search(
         self,
         query: str,
         *,
-        user_id: str,
-        agent_id: str | None = None,
         run_id: str | None = None,
         top_k: int = 5,
         min_score: float | None = None,
-        time_decay: bool = True,
+        filters: FilterSpec | None = None,
         mode: str = "hybrid",
+        time_decay: bool | None = None,
+        include_shared: bool = True,
         include_archived: bool = False,
-        categories: Sequence[str] | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        from memoryd.api.shapes import hit_out
-
-        hits = self.memory.search(
-            query,
-            user_id=user_id,
-            agent_id=agent_id,
+    ) -> builtins.list[HitOut]:
+        payload = self._scoped(
+            query=query,
             run_id=run_id,
             top_k=top_k,
             min_score=min_score,
-            time_decay=time_decay,
+            filters=_filters(filters),
             mode=mode,
+            time_decay=time_decay,
+            include_shared=include_shared,
             include_archived=include_archived,
-            filters=Filters(categories=list(categories)) if categories else None,
         )
-        return [hit_out(h) for h in hits]
+        body = self._call("POST", "/memory/search", json=payload)
+        return [HitOut.model_validate(h) for h in body["results"]]
 
     def search_combined(
         self,
         query: str,
         *,
-        user_id: str,
-        agent_id: str | None = None,
         long_term_top_k: int = 5,
         short_term_top_k: int = 5,
         recent_days: int = 7,
         min_score: float | None = None,
-        time_decay: bool = True,
+        filters: FilterSpec | None = None,
         mode: str = "hybrid",
-        categories: Sequence[str] | None = None,
-    ) -> builtins.list[dict[str, Any]]:
-        from memoryd.api.shapes import hit_out
-
-        combined = self.memory.search_combined(
-            query,
-            user_id=user_id,
-            agent_id=agent_id,
+        time_decay: bool | None = None,
+    ) -> Combined:
+        payload = self._scoped(
+            query=query,
             long_term_top_k=long_term_top_k,
             short_term_top_k=short_term_top_k,
             recent_days=recent_days,
             min_score=min_score,
-            time_decay=time_decay,
+            filters=_filters(filters),
             mode=mode,
-            filters=Filters(categories=list(categories)) if categories else None,
+            time_decay=time_decay,
         )
-        return [hit_out(h) for h in combined.results]
+        return Combined.model_validate(self._call("POST", "/memory/search_combined", json=payload))
 
     def intent(self, query: str) -> Intent:
-        return analyse(query, self.memory.llm)
+        """What the query is after: rules (the server's LLM is not offered over HTTP)."""
+        return analyse(query)
 
-    def list(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        category: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> dict[str, Any]:
-        from memoryd.api.shapes import record_out
 
-        f = Filters(
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            categories=[category] if category else None,
-        )
-        records = self.memory.list(filters=f, limit=limit, offset=offset)
-        return {
-            "results": [record_out(r, self._shared) for r in records],
-            "total": self.memory.count(f),
-        }
-
-    def get(self, memory_id: str) -> dict[str, Any]:
-        from memoryd.api.shapes import record_out
-
-        return record_out(self.memory.get(memory_id), self._shared)
-
-    def update(
-        self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        from memoryd.api.shapes import record_out
-
-        record = self.memory.update(memory_id, text, metadata=metadata, actor="cli")
-        return record_out(record, self._shared)
-
-    def delete(self, memory_id: str) -> dict[str, Any]:
-        record = self.memory.delete(memory_id, actor="cli")
-        return {"id": record.id, "deleted": True}
-
-    def restore(self, memory_id: str) -> dict[str, Any]:
-        from memoryd.api.shapes import record_out
-
-        return record_out(self.memory.restore(memory_id, actor="cli"), self._shared)
-
-    def history(self, memory_id: str) -> builtins.list[dict[str, Any]]:
-        from memoryd.api.shapes import history_out
-
-        return [history_out(h) for h in self.memory.history(memory_id)]
-
-    def reset(self, *, user_id: str, agent_id: str | None = None, run_id: str | None = None) -> int:
-        return self.memory.reset(user_id=user_id, agent_id=agent_id, run_id=run_id)
+def _filters(spec: FilterSpec | None) -> dict[str, Any] | None:
+    return spec.model_dump(mode="json", exclude_none=True) or None if spec else None
 
 
 def _quote(memory_id: str) -> str:

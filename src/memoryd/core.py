@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,10 @@ from memoryd.search.tiers import memory_type, run_date
 from memoryd.settings import Settings
 from memoryd.store import Store, open_store
 from memoryd.validate import check_id, check_metadata, check_text, check_top_k
+
+if TYPE_CHECKING:
+    from memoryd.access import Principal
+    from memoryd.scope import Scope
 
 Clock = Callable[[], datetime]
 #: kv prefix of idempotency keys recorded by ``Memory.add`` (value: actor and events)
@@ -113,6 +117,20 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def scope(
+        self,
+        caller: Principal,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        *,
+        actor: str | None = None,
+    ) -> Scope:
+        """What ``caller`` may read and change as ``user_id`` (and ``agent_id``): the one
+        object every face calls (:mod:`memoryd.scope` holds the rules)."""
+        from memoryd.scope import Scope
+
+        return Scope(self, caller, user_id, agent_id, actor=actor)
 
     # -- embedding ---------------------------------------------------------------------------
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:

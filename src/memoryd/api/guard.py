@@ -31,6 +31,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memoryd.access import AuthenticationError, authenticate
+from memoryd.errors import MemorydError
 from memoryd.settings import Settings
 
 MAX_SEGMENT = 255
@@ -236,7 +237,12 @@ async def _buffer(receive: Receive) -> tuple[bytes, Receive]:
     return body, replay
 
 
-async def _answer(send: Send, status: int, error: str, detail: str, hint: str) -> None:
+async def answer_error(send: Send, exc: MemorydError) -> None:
+    """``exc`` as the API's JSON error answer, from pure ASGI code (also /mcp's gate)."""
+    await _answer(send, exc.status_code, type(exc).__name__, exc.message, exc.hint)
+
+
+async def _answer(send: Send, status: int, error: str, detail: str, hint: str | None) -> None:
     payload = json.dumps({"error": error, "detail": detail, "hint": hint}).encode()
     await send(
         {

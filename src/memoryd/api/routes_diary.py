@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from memoryd.access import workspace_owner
 from memoryd.api.auth import Principal, principal
 from memoryd.audit import note
 from memoryd.conversation import parse_time
@@ -65,8 +66,8 @@ async def post_diary(
     answer says so (``written: false, reason: "noise"``); that is not an error.
     """
     mem: Memory = request.app.state.memory
-    user_id = body.user_id or mem.settings.workspace.user_id
-    p.check(user_id, body.agent_id)
+    user_id = body.user_id or workspace_owner(mem.settings)
+    mem.scope(p, user_id, body.agent_id).check()
     result = await run_in_threadpool(
         diary.capture,
         mem,

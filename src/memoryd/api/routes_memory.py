@@ -5,9 +5,11 @@ LLM or embedding work never blocks the event loop; adds also wait for one of
 ``server.max_concurrent_adds`` slots, so a burst of slow adds cannot take
 every worker thread from searches and ``/health``.
 
-Every handler checks the caller's key (:mod:`memoryd.api.auth`) before it
-reads or writes: a scoped key gets 403 for a scope outside its own, and 404
-for a memory id outside it (the same answer as for an id that does not
+Every handler parses the request, calls the caller's
+:class:`~memoryd.scope.Scope` (``memory.scope(principal, user_id, agent_id)``),
+which decides access, and answers with a declared response model built from
+:mod:`memoryd.shapes`: a scoped key gets 403 for a scope outside its own, and
+404 for a memory id outside it (the same answer as for an id that does not
 exist, so ids cannot be probed). Reset needs an admin key when keys are
 configured, and always a ``user_id``: it never wipes other users.
 
@@ -21,50 +23,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Depends, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from memoryd import audit
-from memoryd.access import visible
 from memoryd.api.auth import Principal, principal
-from memoryd.api.shapes import event_out, history_out, hit_out, record_out
 from memoryd.conversation import parse_time
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError
-from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
-from memoryd.search.tiers import LONG_TERM, SHARED, SHORT_TERM
+from memoryd.models import MemoryRecord
+from memoryd.scope import Scope
+from memoryd.shapes import EventOut, FilterSpec, HistoryOut, HitOut, MemoryOut
 
 router = APIRouter()
 T = TypeVar("T")
+R = TypeVar("R", MemoryOut, MemoryRecord)
 
 
 # -- request bodies ------------------------------------------------------------------------
-class FilterSpec(BaseModel):
-    """Search and list filters. ``memory_type`` picks a tier (``long_term``:
-    no run id; ``short_term``: a run id) or the shared pool's categories."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    category: str | None = None
-    categories: list[str] | None = None
-    origin: str | None = None
-    origins: list[str] | None = None
-    memory_type: Literal["long_term", "short_term", "shared"] | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    source_path: str | None = None
-
-    @field_validator("created_after", "created_before")
-    @classmethod
-    def _naive_is_utc(cls, v: datetime | None) -> datetime | None:
-        # a naive time would be read as local time, which overflows near year 1
-        return v.replace(tzinfo=UTC) if v is not None and v.tzinfo is None else v
-
-
 _MESSAGES_DOC = (
     'conversation messages [{"role", "content", "name"?, "timestamp"?}] (or use text); '
     "name is the speaker, timestamp ISO 8601 or Unix seconds; with infer false each "
@@ -119,6 +98,7 @@ class UpdateRequest(BaseModel):
     memory_id: str
     text: str | None = None
     metadata: dict[str, Any] | None = None
+    reason: str | None = Field(None, description="why it changed, kept in history")
 
 
 class Mem0AddRequest(BaseModel):
@@ -156,56 +136,99 @@ class ScopeRequest(BaseModel):
     run_id: str | None = None
 
 
+# -- answers -------------------------------------------------------------------------------
+class AddAnswer(BaseModel):
+    status: str = "ok"
+    results: list[EventOut]
+
+
+class SearchAnswer(BaseModel):
+    status: str = "ok"
+    results: list[HitOut]
+
+
+class CombinedAnswer(SearchAnswer):
+    counts: dict[str, int]
+
+
+class ListAnswer(BaseModel):
+    status: str = "ok"
+    results: list[MemoryOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class MemoryAnswer(BaseModel):
+    status: str = "ok"
+    result: MemoryOut
+
+
+class HistoryAnswer(BaseModel):
+    status: str = "ok"
+    results: list[HistoryOut]
+
+
+class DeleteAnswer(BaseModel):
+    status: str = "ok"
+    deleted: str
+
+
+class ResetAnswer(BaseModel):
+    status: str = "ok"
+    deleted: int
+    scope: dict[str, str | None]
+
+
+class Mem0Events(BaseModel):
+    results: list[EventOut]
+
+
+class Mem0Memories(BaseModel):
+    results: list[MemoryOut]
+
+
+class Mem0Hits(BaseModel):
+    results: list[HitOut]
+
+
+class Mem0Deleted(BaseModel):
+    message: str
+    deleted: int
+
+
+class Mem0Reset(Mem0Deleted):
+    scope: dict[str, str]
+
+
+class Mem0Updated(MemoryOut):
+    message: str
+
+
+class Mem0Message(BaseModel):
+    message: str
+    id: str
+
+
 # -- helpers ---------------------------------------------------------------------------------
-def _memory(request: Request) -> Memory:
+def _scope(
+    request: Request, p: Principal, user_id: str | None = None, agent_id: str | None = None
+) -> Scope:
     mem: Memory = request.app.state.memory
-    return mem
+    return mem.scope(p, user_id, agent_id)
 
 
 async def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return await run_in_threadpool(fn, *args, **kwargs)
 
 
-def _filters(spec: FilterSpec | None, shared: list[str], **scope: Any) -> Filters:
-    f = Filters(**{k: v for k, v in scope.items() if v is not None})
-    if spec is None:
-        return f
-    categories = [c for c in [spec.category, *(spec.categories or [])] if c]
-    origins: list[Origin] = []
-    for name in [spec.origin, *(spec.origins or [])]:
-        if name is None:
-            continue
-        try:
-            origins.append(Origin(name))
-        except ValueError:
-            raise InvalidInputError(
-                f"unknown origin {name!r}", f"use one of {', '.join(o.value for o in Origin)}"
-            ) from None
-    update: dict[str, Any] = {
-        "categories": categories or None,
-        "origins": origins or None,
-        "created_after": spec.created_after,
-        "created_before": spec.created_before,
-        "source_path": spec.source_path,
-    }
-    if spec.memory_type == LONG_TERM:
-        update["long_term_only"] = True
-    elif spec.memory_type == SHORT_TERM:
-        update["short_term_only"] = True
-    elif spec.memory_type == SHARED:
-        update["categories"] = [c for c in shared if not categories or c in categories] or [""]
-    return f.model_copy(update=update)
-
-
-def _owned(
-    mem: Memory, p: Principal, memory_id: str, include_deleted: bool = False
-) -> MemoryRecord:
-    """The record, if it exists and the key may see it; 404 either way otherwise."""
-    return visible(mem, p, memory_id, include_deleted=include_deleted)
-
-
-def _top(hits: list[SearchHit]) -> float | None:
+def _top(hits: list[HitOut]) -> float | None:
     return round(hits[0].score, 4) if hits else None
+
+
+def _noted(request: Request, record: R) -> R:
+    audit.note(request, user_id=record.user_id, agent_id=record.agent_id, count=1)
+    return record
 
 
 async def _add(
@@ -221,52 +244,38 @@ async def _add(
     infer: bool,
     prompt: str | None,
     timestamp: str | float | None = None,
-) -> list[dict[str, Any]]:
+) -> list[EventOut]:
     audit.note(request, op="add", user_id=user_id, agent_id=agent_id, run_id=run_id)
-    p.check(user_id, agent_id)
-    mem = _memory(request)
+    scope = _scope(request, p, user_id, agent_id)
+    scope.check()  # before waiting for a slot
     slots: asyncio.Semaphore = request.app.state.add_slots
     async with slots:
         events = await _run(
-            mem.add,
+            scope.add,
             text,
             messages=messages,
-            user_id=user_id,
-            agent_id=agent_id,
             run_id=run_id,
             metadata=metadata,
             infer=infer,
             prompt=prompt,
             event_at=parse_time(timestamp, "timestamp"),
-            actor=p.name,
         )
     audit.note(request, count=len(events))
-    return [event_out(e) for e in events]
+    return events
 
 
 async def _reset(request: Request, p: Principal, scope: ScopeRequest) -> int:
     audit.note(request, op="reset", **scope.model_dump())
-    p.require_admin()
-    if not scope.user_id:
-        raise InvalidInputError(
-            "reset needs a user_id: memoryd never wipes every user at once",
-            "pass user_id (and agent_id / run_id to narrow it further)",
-        )
-    count = await _run(
-        _memory(request).reset,
-        user_id=scope.user_id,
-        agent_id=scope.agent_id,
-        run_id=scope.run_id,
-    )
+    count = await _run(_scope(request, p, scope.user_id, scope.agent_id).reset, run_id=scope.run_id)
     audit.note(request, count=count)
     return count
 
 
 # -- the seed's routes: /memory/* --------------------------------------------------------------
-@router.post("/memory/add", tags=["memory"])
+@router.post("/memory/add", tags=["memory"], response_model=AddAnswer)
 async def memory_add(
     body: AddRequest, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> AddAnswer:
     """Remember text or messages. ``infer`` (default true) extracts facts and
     reconciles them with what is stored: the events say ADD, UPDATE, DELETE or NONE."""
     results = await _add(
@@ -282,70 +291,58 @@ async def memory_add(
         prompt=body.custom_extraction_prompt,
         timestamp=body.timestamp,
     )
-    return {"status": "ok", "results": results}
+    return AddAnswer(results=results)
 
 
-@router.post("/memory/search", tags=["memory"])
+@router.post("/memory/search", tags=["memory"], response_model=SearchAnswer)
 async def memory_search(
     body: SearchRequest, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
-    """Hybrid search with time decay, the shared pool and the score parts."""
+) -> SearchAnswer:
+    """Hybrid search with time decay, the shared pool and the score parts; with an
+    agent_id, that agent's own workspace files too."""
     audit.note(
         request, op="search", user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id
     )
-    p.check(body.user_id, body.agent_id)
-    mem = _memory(request)
     hits = await _run(
-        mem.search,
+        _scope(request, p, body.user_id, body.agent_id).search,
         body.query,
-        user_id=body.user_id,
-        agent_id=body.agent_id,
         run_id=body.run_id,
         top_k=body.top_k,
         min_score=body.min_score,
-        filters=_filters(body.filters, mem.settings.search.shared_categories),
+        filters=body.filters,
         mode=body.mode,
         time_decay=body.time_decay,
         include_shared=body.include_shared,
         include_archived=body.include_archived,
     )
     audit.note(request, count=len(hits), top_score=_top(hits))
-    return {"status": "ok", "results": [hit_out(h) for h in hits]}
+    return SearchAnswer(results=hits)
 
 
-@router.post("/memory/search_combined", tags=["memory"])
+@router.post("/memory/search_combined", tags=["memory"], response_model=CombinedAnswer)
 async def memory_search_combined(
     body: CombinedSearchRequest, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> CombinedAnswer:
     """Long-term memories plus the last ``recent_days`` of short-term ones, each part
     capped at its own ``top_k``, returned as one ranking by score, each hit labelled
     by ``memory_type``."""
     audit.note(request, op="search_combined", user_id=body.user_id, agent_id=body.agent_id)
-    p.check(body.user_id, body.agent_id)
-    mem = _memory(request)
     combined = await _run(
-        mem.search_combined,
+        _scope(request, p, body.user_id, body.agent_id).search_combined,
         body.query,
-        user_id=body.user_id,
-        agent_id=body.agent_id,
         long_term_top_k=body.long_term_top_k or body.top_k,
         short_term_top_k=body.short_term_top_k or body.top_k,
         recent_days=body.recent_days,
         min_score=body.min_score,
         time_decay=body.time_decay,
-        filters=_filters(body.filters, mem.settings.search.shared_categories),
+        filters=body.filters,
         mode=body.mode,
     )
-    hits = combined.results
-    audit.note(request, count=len(hits), top_score=_top(hits))
-    return {
-        "status": "ok",
-        "results": [hit_out(h) for h in hits],
-        "counts": {"long_term": len(combined.long_term), "short_term": len(combined.short_term)},
-    }
+    audit.note(request, count=len(combined.results), top_score=_top(combined.results))
+    return CombinedAnswer(results=combined.results, counts=combined.counts)
 
 
-@router.get("/memory/list", tags=["memory"])
+@router.get("/memory/list", tags=["memory"], response_model=ListAnswer)
 async def memory_list(
     request: Request,
     user_id: str | None = None,
@@ -357,132 +354,107 @@ async def memory_list(
     limit: int = Query(100, ge=1, le=10_000),
     offset: int = Query(0, ge=0, le=2**62),  # SQLite integers are 64-bit
     p: Principal = Depends(principal),
-) -> dict[str, Any]:
+) -> ListAnswer:
     """Memories in a scope, newest first, with the total for paging."""
     audit.note(request, op="list", user_id=user_id, agent_id=agent_id, run_id=run_id)
-    p.check(user_id, agent_id)
-    mem = _memory(request)
-    shared = mem.settings.search.shared_categories
     spec = FilterSpec(category=category, origin=origin, memory_type=memory_type)
-    f = _filters(spec, shared, user_id=user_id, agent_id=agent_id, run_id=run_id)
-
-    def page() -> tuple[list[MemoryRecord], int]:
-        return mem.list(filters=f, limit=limit, offset=offset), mem.count(f)
-
-    records, total = await _run(page)
-    audit.note(request, count=len(records))
-    return {
-        "status": "ok",
-        "results": [record_out(r, shared) for r in records],
-        "total": total,
-        "limit": limit,
-        "offset": offset,
-    }
+    page = await _run(
+        _scope(request, p, user_id, agent_id).list,
+        run_id=run_id,
+        filters=spec,
+        limit=limit,
+        offset=offset,
+    )
+    audit.note(request, count=len(page.results))
+    return ListAnswer(results=page.results, total=page.total, limit=limit, offset=offset)
 
 
-@router.delete("/memory/reset", tags=["memory"])
+@router.delete("/memory/reset", tags=["memory"], response_model=ResetAnswer)
 async def memory_reset(
     request: Request,
     user_id: str | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
     p: Principal = Depends(principal),
-) -> dict[str, Any]:
+) -> ResetAnswer:
     """Erase every memory of exactly one scope (admin only when keys are configured)."""
     scope = ScopeRequest(user_id=user_id, agent_id=agent_id, run_id=run_id)
     count = await _reset(request, p, scope)
-    return {"status": "ok", "deleted": count, "scope": scope.model_dump()}
+    return ResetAnswer(deleted=count, scope=scope.model_dump())
 
 
-@router.put("/memory/update", tags=["memory"])
+@router.put("/memory/update", tags=["memory"], response_model=MemoryAnswer)
 async def memory_update(
     body: UpdateRequest, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> MemoryAnswer:
     """Change a memory's text and/or metadata; the old version stays in history."""
-    mem = _memory(request)
-
-    def update() -> MemoryRecord:
-        record = _owned(mem, p, body.memory_id)
-        audit.note(request, user_id=record.user_id, agent_id=record.agent_id)
-        return mem.update(body.memory_id, body.text, metadata=body.metadata, actor=p.name)
-
     audit.note(request, op="update")
-    record = await _run(update)
-    audit.note(request, count=1)
-    return {"status": "ok", "result": record_out(record, mem.settings.search.shared_categories)}
+    scope = _scope(request, p)
+    record = await _run(scope.update, body.memory_id, body.text, body.metadata, reason=body.reason)
+    return MemoryAnswer(result=_noted(request, record))
 
 
-@router.get("/memory/history/{memory_id}", tags=["memory"])
+@router.get("/memory/history/{memory_id}", tags=["memory"], response_model=HistoryAnswer)
 async def memory_history(
     memory_id: str, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> HistoryAnswer:
     """Every change to a memory, oldest first, with who and why."""
-    mem = _memory(request)
     audit.note(request, op="history")
+    scope = _scope(request, p)
 
-    def history() -> list[dict[str, Any]]:
-        record = _owned(mem, p, memory_id, include_deleted=True)
-        audit.note(request, user_id=record.user_id, agent_id=record.agent_id)
-        return [history_out(h) for h in mem.history(memory_id)]
+    def history() -> list[HistoryOut]:
+        _noted(request, scope.record(memory_id, include_deleted=True))
+        return scope.history(memory_id)
 
     entries = await _run(history)
     audit.note(request, count=len(entries))
-    return {"status": "ok", "results": entries}
+    return HistoryAnswer(results=entries)
 
 
-@router.post("/memory/restore/{memory_id}", tags=["memory"])
+@router.post("/memory/restore/{memory_id}", tags=["memory"], response_model=MemoryAnswer)
 async def memory_restore(
     memory_id: str, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> MemoryAnswer:
     """Bring back a deleted (or superseded) memory."""
-    mem = _memory(request)
     audit.note(request, op="restore")
-
-    def restore() -> MemoryRecord:
-        record = _owned(mem, p, memory_id, include_deleted=True)
-        audit.note(request, user_id=record.user_id, agent_id=record.agent_id)
-        return mem.restore(memory_id, actor=p.name)
-
-    record = await _run(restore)
-    audit.note(request, count=1)
-    return {"status": "ok", "result": record_out(record, mem.settings.search.shared_categories)}
+    record = await _run(_scope(request, p).restore, memory_id)
+    return MemoryAnswer(result=_noted(request, record))
 
 
-@router.get("/memory/{memory_id}", tags=["memory"])
+@router.get("/memory/{memory_id}", tags=["memory"], response_model=MemoryAnswer)
 async def memory_get(
     memory_id: str, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> MemoryAnswer:
     """One memory."""
-    mem = _memory(request)
     audit.note(request, op="get")
-    record = await _run(_owned, mem, p, memory_id)
-    audit.note(request, user_id=record.user_id, agent_id=record.agent_id, count=1)
-    return {"status": "ok", "result": record_out(record, mem.settings.search.shared_categories)}
+    record = await _run(_scope(request, p).get, memory_id)
+    return MemoryAnswer(result=_noted(request, record))
 
 
-@router.delete("/memory/{memory_id}", tags=["memory"])
+@router.delete("/memory/{memory_id}", tags=["memory"], response_model=DeleteAnswer)
 async def memory_delete(
-    memory_id: str, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+    memory_id: str,
+    request: Request,
+    reason: str | None = Query(None, description="why, kept in history"),
+    p: Principal = Depends(principal),
+) -> DeleteAnswer:
     """Delete a memory: out of search and list, kept in history, restorable."""
-    mem = _memory(request)
     audit.note(request, op="delete")
+    scope = _scope(request, p)
 
-    def delete() -> MemoryRecord:
-        record = _owned(mem, p, memory_id)
-        audit.note(request, user_id=record.user_id, agent_id=record.agent_id)
-        return mem.delete(memory_id, actor=p.name)
+    def delete() -> None:
+        _noted(request, scope.record(memory_id))
+        scope.delete(memory_id, reason=reason)
 
     await _run(delete)
-    audit.note(request, count=1)
-    return {"status": "ok", "deleted": memory_id}
+    return DeleteAnswer(deleted=memory_id)
 
 
 # -- mem0's REST shape -----------------------------------------------------------------------
-@router.post("/memories", tags=["mem0"])
+@router.post("/memories", tags=["mem0"], response_model=Mem0Events)
 async def mem0_add(
     body: Mem0AddRequest, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> Mem0Events:
     """mem0's ``POST /memories``: ``{"results": [events]}``."""
     if not body.user_id:
         raise InvalidInputError("user_id is required", "memoryd scopes every memory to a user")
@@ -501,10 +473,10 @@ async def mem0_add(
         prompt=body.prompt,
         timestamp=body.timestamp,
     )
-    return {"results": results}
+    return Mem0Events(results=results)
 
 
-@router.get("/memories", tags=["mem0"])
+@router.get("/memories", tags=["mem0"], response_model=Mem0Memories)
 async def mem0_list(
     request: Request,
     user_id: str | None = None,
@@ -512,18 +484,18 @@ async def mem0_list(
     run_id: str | None = None,
     limit: int = Query(100, ge=1, le=10_000),
     p: Principal = Depends(principal),
-) -> dict[str, Any]:
+) -> Mem0Memories:
     """mem0's ``GET /memories``: ``{"results": [memories]}``."""
     page = await memory_list(
         request, user_id, agent_id, run_id, None, None, None, limit=limit, offset=0, p=p
     )
-    return {"results": page["results"]}
+    return Mem0Memories(results=page.results)
 
 
-@router.post("/search", tags=["mem0"])
+@router.post("/search", tags=["mem0"], response_model=Mem0Hits)
 async def mem0_search(
     body: Mem0SearchRequest, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> Mem0Hits:
     """mem0's ``POST /search``: ``{"results": [hits]}``."""
     converted = SearchRequest(
         query=body.query,
@@ -535,10 +507,10 @@ async def mem0_search(
         filters=body.filters,
     )
     found = await memory_search(converted, request, p)
-    return {"results": found["results"]}
+    return Mem0Hits(results=found.results)
 
 
-@router.post("/reset", tags=["mem0"])
+@router.post("/reset", tags=["mem0"], response_model=Mem0Reset)
 async def mem0_reset(
     request: Request,
     body: ScopeRequest | None = Body(None),
@@ -546,68 +518,66 @@ async def mem0_reset(
     agent_id: str | None = None,
     run_id: str | None = None,
     p: Principal = Depends(principal),
-) -> dict[str, Any]:
+) -> Mem0Reset:
     """mem0's ``POST /reset``, but scoped: it needs a ``user_id`` (body or query)
     and erases only that scope. mem0's own reset wipes every user."""
     scope = body or ScopeRequest(user_id=user_id, agent_id=agent_id, run_id=run_id)
     count = await _reset(request, p, scope)
     named = scope.model_dump(exclude_none=True)
-    return {
-        "message": "Memories reset for " + ", ".join(f"{k}={v}" for k, v in named.items()),
-        "deleted": count,
-        "scope": named,
-    }
+    return Mem0Reset(
+        message="Memories reset for " + ", ".join(f"{k}={v}" for k, v in named.items()),
+        deleted=count,
+        scope=named,
+    )
 
 
-@router.delete("/memories", tags=["mem0"])
+@router.delete("/memories", tags=["mem0"], response_model=Mem0Deleted)
 async def mem0_delete_all(
     request: Request,
     user_id: str | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
     p: Principal = Depends(principal),
-) -> dict[str, Any]:
+) -> Mem0Deleted:
     """mem0's ``DELETE /memories``: erase one scope (same rules as reset)."""
     scope = ScopeRequest(user_id=user_id, agent_id=agent_id, run_id=run_id)
     count = await _reset(request, p, scope)
-    return {"message": "All relevant memories deleted", "deleted": count}
+    return Mem0Deleted(message="All relevant memories deleted", deleted=count)
 
 
-@router.get("/memories/{memory_id}/history", tags=["mem0"])
+@router.get("/memories/{memory_id}/history", tags=["mem0"], response_model=list[HistoryOut])
 async def mem0_history(
     memory_id: str, request: Request, p: Principal = Depends(principal)
-) -> list[dict[str, Any]]:
+) -> list[HistoryOut]:
     """mem0's history: a bare list."""
-    found = await memory_history(memory_id, request, p)
-    entries: list[dict[str, Any]] = found["results"]
-    return entries
+    return (await memory_history(memory_id, request, p)).results
 
 
-@router.get("/memories/{memory_id}", tags=["mem0"])
+@router.get("/memories/{memory_id}", tags=["mem0"], response_model=MemoryOut)
 async def mem0_get(
     memory_id: str, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> MemoryOut:
     """mem0's get: the memory itself."""
-    found = await memory_get(memory_id, request, p)
-    record: dict[str, Any] = found["result"]
-    return record
+    return (await memory_get(memory_id, request, p)).result
 
 
-@router.put("/memories/{memory_id}", tags=["mem0"])
+@router.put("/memories/{memory_id}", tags=["mem0"], response_model=Mem0Updated)
 async def mem0_update(
     memory_id: str, body: Mem0UpdateRequest, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
+) -> Mem0Updated:
     """mem0's update: new text as ``text`` (or ``data``/``memory``) and/or ``metadata``."""
     text = body.text if body.text is not None else (body.data or body.memory)
     found = await memory_update(
-        UpdateRequest(memory_id=memory_id, text=text, metadata=body.metadata), request, p
+        UpdateRequest(memory_id=memory_id, text=text, metadata=body.metadata, reason=None),
+        request,
+        p,
     )
-    return {"message": "Memory updated successfully!", **found["result"]}
+    return Mem0Updated(message="Memory updated successfully!", **found.result.model_dump())
 
 
-@router.delete("/memories/{memory_id}", tags=["mem0"])
+@router.delete("/memories/{memory_id}", tags=["mem0"], response_model=Mem0Message)
 async def mem0_delete(
     memory_id: str, request: Request, p: Principal = Depends(principal)
-) -> dict[str, Any]:
-    await memory_delete(memory_id, request, p)
-    return {"message": "Memory deleted successfully", "id": memory_id}
+) -> Mem0Message:
+    await memory_delete(memory_id, request, None, p)
+    return Mem0Message(message="Memory deleted successfully", id=memory_id)

@@ -32,10 +32,10 @@ async def get_pipelines(
     scheduler = getattr(request.app.state, "pipeline_scheduler", None)
     status = await run_in_threadpool(pipelines_status, mem, scheduler, name=name, limit=limit)
     if not p.admin:
-        user = mem.settings.workspace.user_id
+        scope = mem.scope(p)
         runs = []
         for run in status["runs"]:
-            if run.get("agent") is not None and not p.can_access(user, run["agent"]):
+            if run.get("agent") is not None and not scope.may_use_files(run["agent"]):
                 continue
             runs.append({**run, "notes": [], "errors": [], "error": None})
         status["runs"] = runs

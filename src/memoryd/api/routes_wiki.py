@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memoryd import wiki
 from memoryd.api.auth import Principal, principal
-from memoryd.api.routes_workspace import _memory, _workspace
+from memoryd.api.routes_workspace import _files, _memory
 
 router = APIRouter(prefix="/v1/wiki", tags=["wiki"])
 
@@ -34,8 +34,7 @@ async def compile_vault(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        ws = _workspace(mem, p, body.agent_id)
-        return wiki.compile_wiki(mem, ws, dry_run=body.dry_run).to_json()
+        return _files(mem, p, body.agent_id).wiki_compile(dry_run=body.dry_run).to_json()
 
     return await run_in_threadpool(run)
 
@@ -52,7 +51,7 @@ async def search(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        return {"results": wiki.search(mem, _workspace(mem, p, agent_id), q, limit)}
+        return {"results": _files(mem, p, agent_id).wiki_search(q, limit)}
 
     return await run_in_threadpool(run)
 
@@ -65,7 +64,7 @@ async def get_page(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        return {"result": wiki.get(mem, _workspace(mem, p, agent_id), page)}
+        return {"result": _files(mem, p, agent_id).wiki_get(page)}
 
     return await run_in_threadpool(run)
 
@@ -90,20 +89,13 @@ async def apply_edit(
 ) -> dict[str, Any]:
     """A structured edit: add a claim with evidence that resolves, or retire a claim."""
     mem = _memory(request)
-    edit = (
-        wiki.Edit(op="retire", claim=body.claim_id, status=body.status, reason=body.reason)
-        if body.op == "retire"
-        else wiki.Edit(
-            op="add",
-            page=body.page,
-            text=body.text,
-            evidence=body.evidence,
-            confidence=body.confidence,
-        )
-    )
+    edit = wiki.Edit.of(
+        body.op, page=body.page, text=body.text, evidence=body.evidence,
+        confidence=body.confidence, claim=body.claim_id, status=body.status, reason=body.reason,
+    )  # fmt: skip
 
     def run() -> dict[str, Any]:
-        claim, report = wiki.apply(mem, _workspace(mem, p, body.agent_id), edit)
+        claim, report = _files(mem, p, body.agent_id).wiki_apply(edit)
         return {"claim": claim.to_json() if claim else None, "compile": report.to_json()}
 
     return await run_in_threadpool(run)
@@ -117,6 +109,6 @@ async def lint(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        return {"problems": wiki.lint(mem, _workspace(mem, p, agent_id))}
+        return {"problems": _files(mem, p, agent_id).wiki_lint()}
 
     return await run_in_threadpool(run)

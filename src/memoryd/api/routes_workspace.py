@@ -1,8 +1,9 @@
 """Workspace routes: memory_get, memory_search, session-start context, session
 notes, the pre-compaction flush, grounded backfill, indexing and per-agent status.
 
-Workspace files belong to ``workspace.user_id`` and the agent, so every route
-checks the caller's key against that pair before touching a file.
+Workspace files belong to the workspace owner (``workspace.user_id``) and the
+agent; every route asks :meth:`memoryd.scope.Scope.workspace` for the agent's
+workspace, which checks the caller's key, before touching a file.
 """
 
 from __future__ import annotations
@@ -15,14 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memoryd.api.auth import Principal, principal
 from memoryd.core import Memory
-from memoryd.pipelines import backfill, commitments
-from memoryd.workspace import Workspace, known_agents, resolve_workspace
-from memoryd.workspace.context import build_context
-from memoryd.workspace.files import memory_get
-from memoryd.workspace.indexer import index_workspace
-from memoryd.workspace.search import memory_search
-from memoryd.workspace.sessions import flush, write_session_note
-from memoryd.workspace.status import workspace_status
+from memoryd.scope import AgentFiles
 
 router = APIRouter(prefix="/v1", tags=["workspace"])
 
@@ -32,11 +26,9 @@ def _memory(request: Request) -> Memory:  # also the wiki routes'
     return mem
 
 
-def _workspace(mem: Memory, p: Principal, agent_id: str) -> Workspace:
-    """The agent's workspace, after checking the key may act for its owner and agent."""
-    ws = resolve_workspace(mem.settings, agent_id, mem.store)
-    p.check(mem.settings.workspace.user_id, agent_id)
-    return ws
+def _files(mem: Memory, p: Principal, agent_id: str) -> AgentFiles:
+    """The agent's workspace, if the key may use it (:meth:`Scope.files`)."""
+    return mem.scope(p, agent_id=agent_id).files()
 
 
 @router.get("/memory_get")
@@ -53,7 +45,7 @@ async def get_file(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        return memory_get(_workspace(mem, p, agent_id), path, from_line, lines).to_json()
+        return _files(mem, p, agent_id).read(path, from_line, lines).to_json()
 
     return await run_in_threadpool(run)
 
@@ -79,17 +71,15 @@ async def search_files(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        ws = _workspace(mem, p, body.agent_id)
-        hits = memory_search(
-            mem,
-            ws,
+        files = _files(mem, p, body.agent_id)
+        hits = files.search(
             body.query,
             max_results=body.max_results,
             max_tokens=body.max_tokens,
             min_score=body.min_score,
             mmr=body.mmr,
         )
-        return {"results": [h.to_json(ws.settings.snippet_chars) for h in hits]}
+        return {"results": [h.to_json(files.workspace.settings.snippet_chars) for h in hits]}
 
     return await run_in_threadpool(run)
 
@@ -108,10 +98,10 @@ async def session_context(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        ws = _workspace(mem, p, agent_id)
+        files = _files(mem, p, agent_id)
         if user_id is not None:
-            p.check(user_id, agent_id)
-        return build_context(mem, ws, query=query, budget=budget, user_id=user_id).to_json()
+            mem.scope(p, user_id, agent_id).check()
+        return files.context(query, budget, user_id=user_id).to_json()
 
     return await run_in_threadpool(run)
 
@@ -133,9 +123,8 @@ async def session_end(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        ws = _workspace(mem, p, body.agent_id)
-        note = write_session_note(  # the configured LLM (if any) names the file
-            mem, ws, body.messages, session_id=body.session_id, limit=body.limit
+        note = _files(mem, p, body.agent_id).session_end(  # the LLM (if any) names the file
+            body.messages, session_id=body.session_id, limit=body.limit
         )
         return note.to_json()
 
@@ -165,8 +154,7 @@ async def flush_notes(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        ws = _workspace(mem, p, body.agent_id)
-        return flush(mem, ws, body.notes, messages=body.messages).to_json()
+        return _files(mem, p, body.agent_id).flush(body.notes, messages=body.messages).to_json()
 
     return await run_in_threadpool(run)
 
@@ -191,16 +179,17 @@ async def rem_backfill(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        ws = _workspace(mem, p, body.agent_id)
-        return backfill.rem_backfill(
-            mem,
-            ws,
-            path=body.path,
-            stage_short_term=body.stage_short_term,
-            rollback=body.rollback,
-            rollback_short_term=body.rollback_short_term,
-            dry_run=body.dry_run,
-        ).to_json()
+        return (
+            _files(mem, p, body.agent_id)
+            .backfill(
+                path=body.path,
+                stage_short_term=body.stage_short_term,
+                rollback=body.rollback,
+                rollback_short_term=body.rollback_short_term,
+                dry_run=body.dry_run,
+            )
+            .to_json()
+        )
 
     return await run_in_threadpool(run)
 
@@ -217,8 +206,8 @@ async def commitments_due(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        _workspace(mem, p, agent_id)
-        return {"results": [c.to_json() for c in commitments.due(mem, agent_id, channel)]}
+        due = _files(mem, p, agent_id).commitments(due=True, channel=channel)
+        return {"results": [c.to_json() for c in due]}
 
     return await run_in_threadpool(run)
 
@@ -234,8 +223,8 @@ async def commitments_list(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        _workspace(mem, p, agent_id)
-        return {"results": [c.to_json() for c in commitments.listing(mem, agent_id, status)]}
+        listed = _files(mem, p, agent_id).commitments(status=status)
+        return {"results": [c.to_json() for c in listed]}
 
     return await run_in_threadpool(run)
 
@@ -248,8 +237,7 @@ async def commitment_done(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        _workspace(mem, p, agent_id)
-        return commitments.close(mem, agent_id, commitment_id).to_json()
+        return _files(mem, p, agent_id).close_commitment(commitment_id).to_json()
 
     return await run_in_threadpool(run)
 
@@ -269,8 +257,7 @@ async def index_files(
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        ws = _workspace(mem, p, body.agent_id)
-        return index_workspace(mem, ws, force=body.force).to_json()
+        return _files(mem, p, body.agent_id).index(force=body.force).to_json()
 
     return await run_in_threadpool(run)
 
@@ -281,12 +268,7 @@ async def workspaces(request: Request, p: Principal = Depends(principal)) -> dic
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        owner = mem.settings.workspace.user_id
-        results = [
-            workspace_status(mem, resolve_workspace(mem.settings, agent, mem.store))
-            for agent in known_agents(mem.settings, mem.store)
-            if p.can_access(owner, agent)
-        ]
+        results = [mem.scope(p, agent_id=agent).files().status() for agent in mem.scope(p).agents()]
         return {"results": results}
 
     return await run_in_threadpool(run)

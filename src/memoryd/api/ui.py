@@ -27,7 +27,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
-from itertools import pairwise, product
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -36,7 +36,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from memoryd.access import AuthenticationError, Principal, authenticate, token_from, visible
+from memoryd.access import AuthenticationError, Principal, authenticate, token_from
 from memoryd.audit import read_recent
 from memoryd.core import Memory
 from memoryd.errors import (
@@ -47,8 +47,7 @@ from memoryd.errors import (
 )
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, SearchHit, State
 from memoryd.search.tiers import memory_type as tier_of
-from memoryd.workspace.files import memory_get
-from memoryd.workspace.layout import DREAMS_FILE, known_agents, resolve_workspace
+from memoryd.workspace.layout import DREAMS_FILE
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
@@ -95,32 +94,13 @@ TEMPLATES.env.filters["ts"] = _ts
 Pair = tuple[str | None, str | None]
 
 
-def scope_pairs(principal: Principal, user: str | None, agent: str | None) -> list[Pair]:
-    """The (user_id, agent_id) filters a page queries: the key's scope narrowed by the page's.
-
-    ``None`` means "any". An admin or unscoped key yields one pair; a key scoped
-    to users [a, b] yields one pair per user, and the page merges the answers.
-    Asking for a user or agent outside the key's scope is refused, not emptied,
-    so the person sees why nothing is there.
-    """
-    for value, allowed, what in (
-        (user, principal.users, "user"),
-        (agent, principal.agents, "agent"),
-    ):
-        if value and allowed and not principal.admin and value not in allowed:
-            raise PermissionDeniedError(
-                f"key {principal.name!r} may not read {what} {value!r}",
-                f"pick one of {', '.join(allowed)}, or sign in with a key for that {what}",
-            )
-    if principal.admin:
-        return [(user or None, agent or None)]
-    users: Sequence[str | None] = [user] if user else (principal.users or [None])
-    agents: Sequence[str | None] = [agent] if agent else (principal.agents or [None])
-    return list(product(users, agents))
-
-
-def can_see(principal: Principal, record: MemoryRecord) -> bool:
-    return principal.can_access(record.user_id, record.agent_id)
+def scope_pairs(
+    memory: Memory, principal: Principal, user: str | None, agent: str | None
+) -> list[Pair]:
+    """The (user_id, agent_id) filters a page queries: the key's scope narrowed by the
+    page's, as :meth:`Scope.spans <memoryd.scope.Scope.spans>` decides (``None``: any);
+    the page merges the answers."""
+    return [(s.user_id, s.agent_id) for s in memory.scope(principal, user, agent).spans()]
 
 
 def shared_categories(memory: Memory) -> list[str]:
@@ -296,17 +276,12 @@ def list_in(
     return merged[offset : offset + limit]
 
 
-def search_in(memory: Memory, pairs: Sequence[Pair], query: Query, f: Filters) -> list[SearchHit]:
+def search_in(memory: Memory, principal: Principal, query: Query, f: Filters) -> list[SearchHit]:
+    """The best hits over the scopes the key spans (each with the owner-chunk rule)."""
     hits: dict[str, SearchHit] = {}
-    for user, agent in pairs:
-        for hit in memory.search(
-            query.q,
-            user_id=user,
-            agent_id=agent,
-            top_k=query.top_k,
-            min_score=query.min_relevance,
-            filters=f,
-            mode=query.mode,
+    for scope in memory.scope(principal, query.user or None, query.agent or None).spans():
+        for hit in scope.hits(
+            query.q, top_k=query.top_k, min_score=query.min_relevance, filters=f, mode=query.mode
         ):
             if hit.id not in hits or hits[hit.id].score < hit.score:
                 hits[hit.id] = hit
@@ -467,12 +442,10 @@ class SourceView:
     note: str | None = None
 
 
-def source_lines(memory: Memory, record: MemoryRecord) -> SourceView | None:
-    """The cited lines of the record's Markdown file, read through the workspace module.
-
-    ``memory_get`` resolves the agent's workspace and refuses paths that leave
-    it, so the dashboard never opens a file a record merely names.
-    """
+def source_lines(memory: Memory, principal: Principal, record: MemoryRecord) -> SourceView | None:
+    """The cited lines of the record's Markdown file, read through the agent's files
+    (:meth:`Scope.files`), which refuse paths that leave the workspace, so the
+    dashboard never opens a file a record merely names."""
     src = record.source
     if src is None:
         return None
@@ -481,12 +454,12 @@ def source_lines(memory: Memory, record: MemoryRecord) -> SourceView | None:
     start = src.start_line or 1
     count = (src.end_line or start) - start + 1 if src.start_line else None
     try:
-        ws = resolve_workspace(memory.settings, record.agent_id, memory.store)
-        piece = memory_get(ws, src.path, start, count)
+        files = memory.scope(principal, record.user_id, record.agent_id).files()
+        piece = files.read(src.path, start, count)
     except MemorydError as exc:  # a path the workspace refuses: say so instead of the lines
         return SourceView(note=f"Cannot show the lines: {exc.message}.")
     if piece.missing:
-        return SourceView(note=f"{src.path} no longer exists in the workspace of {ws.agent_id}.")
+        return SourceView(note=f"{src.path} no longer exists in the workspace of {files.agent_id}.")
     return SourceView(lines=[(start + n, line) for n, line in enumerate(piece.text.split("\n"))])
 
 
@@ -501,13 +474,13 @@ def pipeline_runs(memory: Memory, principal: Principal) -> list[dict[str, Any]]:
     runs = memory.store.kv_get("pipelines:runs") or []
     if not isinstance(runs, list):
         return []
-    owner = memory.settings.workspace.user_id
+    scope = memory.scope(principal)
     clean = []
     for run in runs:
         if not isinstance(run, dict) or not run.get("name"):
             continue
         agent = run.get("agent")
-        if not principal.admin and agent is not None and not principal.can_access(owner, agent):
+        if not principal.admin and agent is not None and not scope.may_use_files(agent):
             continue
         errors = [str(e) for e in run.get("errors") or []]
         if run.get("error") and str(run["error"]) not in errors:
@@ -540,17 +513,13 @@ class DreamReport:
 def dream_reports(memory: Memory, principal: Principal, *, per_agent: int = 3) -> list[DreamReport]:
     """The newest dream reports of each workspace agent the principal may access.
 
-    ``DREAMS.md`` is the people-facing review surface (seed 002); it is read
-    through ``memory_get``, which keeps every read inside the agent's workspace.
+    ``DREAMS.md`` is the people-facing review surface (seed 002); it is read through
+    the agent's files (:meth:`Scope.files`), which keep every read inside the workspace.
     """
-    owner = memory.settings.workspace.user_id
     reports: list[DreamReport] = []
-    for agent in known_agents(memory.settings, memory.store):
-        if not principal.can_access(owner, agent):
-            continue
-        ws = resolve_workspace(memory.settings, agent, memory.store)
+    for agent in memory.scope(principal).agents():
         try:
-            text = memory_get(ws, DREAMS_FILE).text
+            text = memory.scope(principal, agent_id=agent).files().read(DREAMS_FILE).text
         except MemorydError as exc:  # e.g. a DREAMS.md symlinked out of the workspace
             reports.append(DreamReport(agent, f"{DREAMS_FILE} cannot be read", [str(exc)]))
             continue
@@ -739,7 +708,7 @@ def _redirect(url: str) -> Response:
 @page
 def overview(request: Request, principal: Principal) -> Response:
     mem = _memory(request)
-    data = overview_data(mem, scope_pairs(principal, None, None))
+    data = overview_data(mem, scope_pairs(mem, principal, None, None))
     g = data["growth"]
     charts = {
         "growth": {
@@ -761,7 +730,7 @@ def overview(request: Request, principal: Principal) -> Response:
 
 def _choices(mem: Memory, principal: Principal) -> dict[str, list[str]]:
     """Values for the filter dropdowns, from what exists in the principal's scope."""
-    pairs = scope_pairs(principal, None, None)
+    pairs = scope_pairs(mem, principal, None, None)
     active = Filters()
     return {
         "users": [u for u in counts_in(mem, pairs, "user_id", active) if u],
@@ -777,8 +746,7 @@ def search(request: Request, principal: Principal) -> Response:
     query = Query.parse(request.query_params.multi_items())
     hits: list[SearchHit] | None = None
     if query.q:
-        pairs = scope_pairs(principal, query.user, query.agent)
-        hits = search_in(mem, pairs, query, query.filters(mem))
+        hits = search_in(mem, principal, query, query.filters(mem))
     return render(
         request,
         "search.html",
@@ -787,7 +755,7 @@ def search(request: Request, principal: Principal) -> Response:
             "hits": hits,
             "types": {h.id: memory_type(mem, h) for h in hits or []},
             # shared-pool hits from agents outside the key's scope: shown, not openable (as the API)
-            "openable": {h.id for h in hits or [] if can_see(principal, h.record)},
+            "openable": {h.id for h in hits or [] if mem.scope(principal).sees(h.record)},
             "choices": _choices(mem, principal),
         },
         principal=principal,
@@ -800,7 +768,7 @@ def browse(request: Request, principal: Principal) -> Response:
     mem = _memory(request)
     query = Query.parse(request.query_params.multi_items())
     f = query.filters(mem)
-    pairs = scope_pairs(principal, query.user, query.agent)
+    pairs = scope_pairs(mem, principal, query.user or None, query.agent or None)
     total = count_in(mem, pairs, f)
     pages = max(1, math.ceil(total / PAGE_SIZE))
     query.page = min(query.page, pages)
@@ -842,14 +810,14 @@ def _memory_view(
     draft: str | None = None,
 ) -> Response:
     mem = _memory(request)
-    record = visible(mem, principal, memory_id, include_deleted=True)
+    record = mem.scope(principal).record(memory_id, include_deleted=True)
     return render(
         request,
         "memory.html",
         {
             "record": record,
             "timeline": timeline(mem.store.history(record.id)),
-            "lines": source_lines(mem, record),
+            "lines": source_lines(mem, principal, record),
             "notice": NOTICES.get(request.query_params.get("notice", "")),
             "error": error,
             "draft": record.text if draft is None else draft,
@@ -877,22 +845,15 @@ def edit(
     text: str = Form(""),
     category: str = Form(""),
 ) -> Response:
-    mem = _memory(request)
-    record = visible(mem, principal, memory_id, include_deleted=True)
+    scope = _memory(request).scope(principal)
+    record = scope.record(memory_id, include_deleted=True)
     category = category.strip()
     metadata = {"category": category or None} if category != (record.category or "") else None
     new_text = text if text != record.text else None
     if new_text is None and metadata is None:
         return _redirect(f"/ui/memory/{record.id}")
     try:
-        mem.update(
-            record.id,
-            new_text,
-            metadata=metadata,
-            user_id=record.user_id,
-            actor=principal.name,
-            reason="edited in the dashboard",
-        )
+        scope.update(record.id, new_text, metadata, reason="edited in the dashboard")
     except (InvalidInputError, ReadOnlyError) as exc:  # shown next to the form, draft kept
         return _memory_view(request, principal, memory_id, error=exc, draft=text)
     return _redirect(f"/ui/memory/{record.id}?notice=updated")
@@ -901,10 +862,10 @@ def edit(
 @router.post("/memory/{memory_id}/delete", response_model=None)
 @form_page
 def delete(request: Request, principal: Principal, memory_id: str) -> Response:
-    mem = _memory(request)
-    record = visible(mem, principal, memory_id, include_deleted=True)
+    scope = _memory(request).scope(principal)
+    record = scope.record(memory_id, include_deleted=True)
     try:
-        mem.delete(record.id, user_id=record.user_id, actor=principal.name, reason="dashboard")
+        scope.delete(record.id, reason="dashboard")
     except ReadOnlyError as exc:  # a file excerpt: the page says which file to edit
         return _memory_view(request, principal, memory_id, error=exc)
     return _redirect(f"/ui/memory/{record.id}?notice=deleted")
@@ -913,9 +874,9 @@ def delete(request: Request, principal: Principal, memory_id: str) -> Response:
 @router.post("/memory/{memory_id}/restore", response_model=None)
 @form_page
 def restore(request: Request, principal: Principal, memory_id: str) -> Response:
-    mem = _memory(request)
-    record = visible(mem, principal, memory_id, include_deleted=True)
-    mem.restore(record.id, user_id=record.user_id, actor=principal.name)
+    scope = _memory(request).scope(principal)
+    record = scope.record(memory_id, include_deleted=True)
+    scope.restore(record.id)
     return _redirect(f"/ui/memory/{record.id}?notice=restored")
 
 

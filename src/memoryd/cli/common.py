@@ -18,8 +18,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from memoryd.access import LOCAL
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
+from memoryd.scope import AgentFiles
 from memoryd.settings import Settings
 
 console = Console(soft_wrap=True)  # never wrap: output is read by scripts and tests
@@ -47,6 +49,11 @@ def open_memory(**kwargs: Any) -> Iterator[Memory]:
         fail(exc)
     finally:
         mem.close()
+
+
+def agent_files(mem: Memory, agent: str) -> AgentFiles:
+    """``agent``'s workspace, as the local process (which may use every agent's files)."""
+    return mem.scope(LOCAL, agent_id=agent).files()
 
 
 def fail(exc: MemorydError) -> NoReturn:

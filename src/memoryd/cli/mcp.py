@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
         """
         import anyio
 
+        from memoryd.access import configured_ids
         from memoryd.core import Memory
-        from memoryd.mcp.scope import configured_scope
         from memoryd.mcp.server import stdio_server
 
         settings = Settings()
@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         if agent:
             settings.mcp.agent_id = agent
         try:
-            configured_scope(settings)  # a bad scope fails before the model loads
+            configured_ids(settings)  # a bad scope fails before the model loads
             memory = Memory(settings)
         except MemorydError as exc:
             fail(exc)

@@ -35,9 +35,11 @@ from memoryd.cli.common import (
     print_json,
     usage,
 )
-from memoryd.client import LocalBackend, MemoryBackend, MemoryClient
+from memoryd.client import MemoryClient
 from memoryd.errors import MemorydError
+from memoryd.scope import Scope
 from memoryd.search.intent import category_name
+from memoryd.shapes import FilterSpec, HitOut
 
 UrlOpt = Annotated[
     str | None,
@@ -53,17 +55,23 @@ IdArg = Annotated[str | None, typer.Argument(help="memory id")]
 
 
 @contextmanager
-def backend(url: str | None, key: str | None) -> Iterator[MemoryBackend]:
-    """The local store, or the server at ``url``; memoryd errors print and exit 2."""
+def backend(
+    url: str | None, key: str | None, user: str | None = None, agent: str | None = None
+) -> Iterator[Scope | MemoryClient]:
+    """The scope of (user, agent) on the local store, or on the server at ``url``: the
+    same operations and answers either way. memoryd errors print and exit 2."""
+    from memoryd.access import LOCAL
+    from memoryd.core import Memory
+    from memoryd.settings import Settings
 
+    memory: Memory | None = None
     try:
+        chosen: Scope | MemoryClient
         if url:
-            chosen: MemoryBackend = MemoryClient(url, api_key=key)
+            chosen = MemoryClient(url, api_key=key, user_id=user, agent_id=agent)
         else:
-            from memoryd.core import Memory
-            from memoryd.settings import Settings
-
-            chosen = LocalBackend(Memory(Settings()))
+            memory = Memory(Settings())
+            chosen = memory.scope(LOCAL, user, agent, actor="cli")
     except MemorydError as exc:
         fail(exc)
     try:
@@ -71,7 +79,10 @@ def backend(url: str | None, key: str | None) -> Iterator[MemoryBackend]:
     except MemorydError as exc:
         fail(exc)
     finally:
-        chosen.close()
+        if memory is not None:
+            memory.close()
+        elif isinstance(chosen, MemoryClient):
+            chosen.close()
 
 
 def _json_arg(raw: str | None, flag: str, kind: type, example: str) -> Any:
@@ -128,19 +139,12 @@ def add(
     meta = _json_arg(metadata, "--metadata", dict, '{"category": "decision"}') or {}
     if category:
         meta["category"] = category
-    with backend(url, key) as mem:
+    with backend(url, key, user, agent) as mem:
         events = mem.add(
-            body,
-            messages=msgs,
-            user_id=user,
-            agent_id=agent,
-            run_id=run,
-            metadata=meta or None,
-            infer=infer,
-            prompt=prompt,
+            body, messages=msgs, run_id=run, metadata=meta or None, infer=infer, prompt=prompt
         )
     if as_json:
-        print_json({"results": events})
+        print_json({"results": [e.model_dump() for e in events]})
         return
     if not events:
         err.print(
@@ -149,7 +153,7 @@ def add(
         )
         raise typer.Exit(code=1)
     for e in events:
-        console.print(f"[bold]{e['event']}[/bold] {e['id']}  {escape(e['memory'])}")
+        console.print(f"[bold]{e.event}[/bold] {e.id}  {escape(e.memory)}")
 
 
 def search(
@@ -206,34 +210,19 @@ def search(
         usage("--smart picks the categories itself; leave out --category")
     categories = [category_name(c) for c in category or []] or None
     intent = None
-    with backend(url, key) as mem:
+    with backend(url, key, user, agent) as mem:
 
-        def run_search(text: str, cats: list[str] | None) -> list[dict[str, Any]]:
+        def run_search(text: str, cats: list[str] | None) -> list[HitOut]:
+            spec = FilterSpec(categories=cats) if cats else None
             if combined:
                 return mem.search_combined(
-                    text,
-                    user_id=user,
-                    agent_id=agent,
-                    long_term_top_k=top_k,
-                    short_term_top_k=top_k,
-                    recent_days=recent_days,
-                    min_score=min_score,
-                    time_decay=decay,
-                    mode=mode,
-                    categories=cats,
-                )
+                    text, long_term_top_k=top_k, short_term_top_k=top_k, recent_days=recent_days,
+                    min_score=min_score, time_decay=decay, mode=mode, filters=spec,
+                ).results  # fmt: skip
             return mem.search(
-                text,
-                user_id=user,
-                agent_id=agent,
-                run_id=run,
-                top_k=top_k,
-                min_score=min_score,
-                time_decay=decay,
-                mode=mode,
-                include_archived=include_archived,
-                categories=cats,
-            )
+                text, run_id=run, top_k=top_k, min_score=min_score, time_decay=decay, mode=mode,
+                include_archived=include_archived, filters=spec,
+            )  # fmt: skip
 
         if smart:
             intent = mem.intent(q)
@@ -243,7 +232,8 @@ def search(
         else:
             hits = run_search(q, categories)
     if as_json:
-        print_json({"results": hits, **({"intent": intent.to_json()} if intent else {})})
+        found = [h.model_dump() for h in hits]
+        print_json({"results": found, **({"intent": intent.to_json()} if intent else {})})
         return
     if intent is not None:
         where = ", ".join(intent.categories) or "everywhere"
@@ -252,18 +242,15 @@ def search(
         )
     table = Table("score", "type", "vector", "keyword", "decay", "memory", "id / source")
     for h in hits:
-        parts = h["parts"]
-        decay_part = parts.get("decay")
+        decay_part = h.parts.get("decay")
         table.add_row(
-            f"{h['score']:.3f}",
-            h["memory_type"],
-            f"{parts.get('vector', 0):.3f}",
-            f"{parts.get('keyword', 0):.3f}",
+            f"{h.score:.3f}",
+            h.memory_type,
+            f"{h.parts.get('vector', 0):.3f}",
+            f"{h.parts.get('keyword', 0):.3f}",
             "" if decay_part is None else f"{decay_part:.2f}",
-            f"[dim]({h['state']})[/dim] {escape(h['memory'])}"
-            if h.get("state")
-            else escape(h["memory"]),
-            h.get("citation") or h["id"],
+            f"[dim]({h.state})[/dim] {escape(h.memory)}" if h.state else escape(h.memory),
+            h.citation or h.id,
         )
     console.print(table if hits else "[dim]no memories matched[/dim]")
 
@@ -281,26 +268,25 @@ def list_(
 ) -> None:
     """List memories in a scope, newest first."""
 
-    with backend(url, key) as mem:
-        page = mem.list(
-            user_id=user, agent_id=agent, run_id=run, category=category, limit=limit, offset=offset
-        )
+    with backend(url, key, user, agent) as mem:
+        spec = FilterSpec(category=category) if category else None
+        page = mem.list(run_id=run, filters=spec, limit=limit, offset=offset)
     if as_json:
-        print_json(page)
+        print_json(page.model_dump())
         return
     table = Table("created", "type", "category", "memory")
     # ids are never cut short: get, history and delete need them whole
     table.add_column("id", no_wrap=True, overflow="fold", min_width=36)
-    for r in page["results"]:
+    for r in page.results:
         table.add_row(
-            r["created_at"][:16].replace("T", " "),
-            r["memory_type"],
-            escape(r["category"] or ""),
-            escape(r["memory"]),
-            r["id"],
+            r.created_at[:16].replace("T", " "),
+            r.memory_type,
+            escape(r.category or ""),
+            escape(r.memory),
+            r.id,
         )
     console.print(table)
-    console.print(f"[dim]{len(page['results'])} of {page['total']}[/dim]")
+    console.print(f"[dim]{len(page.results)} of {page.total}[/dim]")
 
 
 def get(
@@ -313,7 +299,7 @@ def get(
     """Show one memory."""
 
     with backend(url, key) as mem:
-        record = mem.get(_one_id(memory_id, id_opt))
+        record = mem.get(_one_id(memory_id, id_opt)).model_dump()
     if as_json:
         print_json(record)
         return
@@ -336,9 +322,9 @@ def update(
     with backend(url, key) as mem:
         record = mem.update(_one_id(memory_id, id_opt), text, meta)
     if as_json:
-        print_json(record)
+        print_json(record.model_dump())
         return
-    console.print(f"updated {record['id']}: {escape(record['memory'])}")
+    console.print(f"updated {record.id}: {escape(record.memory)}")
 
 
 def delete(
@@ -353,9 +339,9 @@ def delete(
     with backend(url, key) as mem:
         result = mem.delete(_one_id(memory_id, id_opt))
     if as_json:
-        print_json(result)
+        print_json(result.model_dump())
         return
-    console.print(f"deleted {result['id']}")
+    console.print(f"deleted {result.id}")
 
 
 def restore(
@@ -370,9 +356,9 @@ def restore(
     with backend(url, key) as mem:
         record = mem.restore(_one_id(memory_id, id_opt))
     if as_json:
-        print_json(record)
+        print_json(record.model_dump())
         return
-    console.print(f"restored {record['id']}: {escape(record['memory'])}")
+    console.print(f"restored {record.id}: {escape(record.memory)}")
 
 
 def history(
@@ -387,17 +373,17 @@ def history(
     with backend(url, key) as mem:
         entries = mem.history(_one_id(memory_id, id_opt))
     if as_json:
-        print_json({"results": entries})
+        print_json({"results": [e.model_dump() for e in entries]})
         return
     table = Table("when", "event", "old", "new", "by", "why")
     for e in entries:
         table.add_row(
-            e["created_at"][:19],
-            e["event"],
-            escape(e["old_memory"] or ""),
-            escape(e["new_memory"] or ""),
-            escape(e["actor"] or ""),
-            escape(e["reason"] or ""),
+            e.created_at[:19],
+            e.event,
+            escape(e.old_memory or ""),
+            escape(e.new_memory or ""),
+            escape(e.actor or ""),
+            escape(e.reason or ""),
         )
     console.print(table)
 
@@ -438,19 +424,17 @@ def import_transcript(
         usage(f"{path} has no user or assistant messages to import")
     name = session or transcript.session or (Path(path).stem if path != "-" else None)
     added = same = 0
-    with backend(url, key) as mem:
+    with backend(url, key, user, agent) as mem:
         for start in range(0, len(transcript.messages), batch):
             events = mem.add(
                 None,
                 messages=transcript.messages[start : start + batch],
-                user_id=user,
-                agent_id=agent,
                 run_id=run,
                 metadata={"session": name} if name else None,
                 infer=False,
             )
-            added += sum(1 for e in events if e["event"] == "ADD")
-            same += sum(1 for e in events if e["event"] == "NONE")
+            added += sum(1 for e in events if e.event == "ADD")
+            same += sum(1 for e in events if e.event == "NONE")
     summary = {
         "messages": len(transcript.messages),
         "added": added,

@@ -9,8 +9,7 @@ import typer
 from rich.markup import escape
 
 from memoryd import wiki
-from memoryd.cli.common import AgentReq, JsonOpt, console, open_memory, print_json
-from memoryd.workspace import resolve_workspace
+from memoryd.cli.common import AgentReq, JsonOpt, agent_files, console, open_memory, print_json
 
 wiki_app = typer.Typer(
     help="The memory wiki: pages of claims with evidence, compiled from durable memory.",
@@ -30,9 +29,7 @@ def compile_command(
 ) -> None:
     """Compile the agent's facts and MEMORY.md into wiki/ (only changed files are written)."""
     with open_memory() as mem:
-        report = wiki.compile_wiki(
-            mem, resolve_workspace(mem.settings, agent, mem.store), dry_run=dry_run
-        )
+        report = agent_files(mem, agent).wiki_compile(dry_run=dry_run)
     if as_json:
         print_json(report.to_json())
         return
@@ -54,7 +51,7 @@ def search_command(
 ) -> None:
     """Claims whose words match, best first, with their page and evidence."""
     with open_memory() as mem:
-        hits = wiki.search(mem, resolve_workspace(mem.settings, agent, mem.store), query, limit)
+        hits = agent_files(mem, agent).wiki_search(query, limit)
     if as_json:
         print_json(hits)
         return
@@ -75,7 +72,7 @@ def get_command(
 ) -> None:
     """A page: its Markdown (or, with --json, its claims too)."""
     with open_memory() as mem:
-        found = wiki.get(mem, resolve_workspace(mem.settings, agent, mem.store), page)
+        found = agent_files(mem, agent).wiki_get(page)
     if as_json:
         print_json(found)
         return
@@ -98,15 +95,12 @@ def apply_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Add a claim with its evidence, or retire one (--retire ID); never a free rewrite."""
-    edit = (
-        wiki.Edit(op="retire", claim=retire, status=status, reason=reason)
-        if retire
-        else wiki.Edit(
-            op="add", page=page, text=text, evidence=list(evidence or []), confidence=confidence
-        )
-    )
+    edit = wiki.Edit.of(
+        "retire" if retire else "add", page=page, text=text, evidence=evidence,
+        confidence=confidence, claim=retire, status=status, reason=reason,
+    )  # fmt: skip
     with open_memory() as mem:
-        claim, report = wiki.apply(mem, resolve_workspace(mem.settings, agent, mem.store), edit)
+        claim, report = agent_files(mem, agent).wiki_apply(edit)
     result = {"claim": claim.to_json() if claim else None, "compile": report.to_json()}
     if as_json:
         print_json(result)
@@ -124,7 +118,7 @@ def lint_command(agent: AgentReq, as_json: JsonOpt = False) -> None:
     """Broken links, claims without or with changed evidence, contradictions, stale and
     orphan pages. Exits 1 when there is any."""
     with open_memory() as mem:
-        problems = wiki.lint(mem, resolve_workspace(mem.settings, agent, mem.store))
+        problems = agent_files(mem, agent).wiki_lint()
     if as_json:
         print_json(problems)
     else:

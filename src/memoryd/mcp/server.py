@@ -9,7 +9,6 @@ it (:class:`McpGate`).
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,11 +23,12 @@ from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
 import memoryd
-from memoryd.access import authenticate, token_from
+from memoryd.access import LOCAL, authenticate, configured_ids, requested_ids, token_from
+from memoryd.api.guard import answer_error
 from memoryd.core import Memory
 from memoryd.errors import MemorydError, PermissionDeniedError
-from memoryd.mcp.scope import Scope, configured_scope, request_scope
 from memoryd.mcp.tools import MemoryTools
+from memoryd.scope import Scope
 
 SCOPE_KEY = "memoryd.mcp.scope"  # where McpGate leaves the request's scope in the ASGI scope
 
@@ -85,7 +85,7 @@ def build_server(memory: Memory, scope_of: Callable[[Context], Scope]) -> MCPSer
 # -- stdio -------------------------------------------------------------------------------
 def stdio_server(memory: Memory) -> MCPServer:
     """The server ``memoryd mcp`` runs: every call acts in ``settings.mcp``'s scope."""
-    scope = configured_scope(memory.settings)
+    scope = memory.scope(LOCAL, *configured_ids(memory.settings), actor="mcp:local")
     return build_server(memory, lambda _ctx: scope)
 
 
@@ -114,32 +114,19 @@ class McpGate:
         self.transport = transport
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.transport(scope, receive, send)
-            return
-        request = Request(scope)
-        settings = self.memory.settings
         try:
-            principal = authenticate(settings, token_from(request))
-            scope[SCOPE_KEY] = request_scope(settings, principal, request.headers)
+            if scope["type"] == "http":  # lifespan and the rest pass straight through
+                scope[SCOPE_KEY] = self._scope(Request(scope))
         except MemorydError as exc:
-            await _error(send, exc)
-            return
-        await self.transport(scope, receive, send)
+            await answer_error(send, exc)
+        else:
+            await self.transport(scope, receive, send)
 
-
-async def _error(send: Send, exc: MemorydError) -> None:
-    body = json.dumps(
-        {"error": type(exc).__name__, "detail": exc.message, "hint": exc.hint}
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": exc.status_code,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    def _scope(self, request: Request) -> Scope:
+        settings = self.memory.settings
+        principal = authenticate(settings, token_from(request))
+        user, agent = requested_ids(settings, principal, request.headers)
+        return self.memory.scope(principal, user, agent, actor=f"mcp:{principal.name}")
 
 
 def mount(app: FastAPI, memory: Memory, path: str = "/mcp") -> None:

@@ -1,7 +1,8 @@
 """The MCP tools: what an agent can do with its memory, described for a model.
 
-Each tool is a thin call into :class:`memoryd.Memory` (or the workspace
-reader) within the connection's :class:`~memoryd.mcp.scope.Scope`. The
+Each tool is a thin call into the connection's :class:`~memoryd.scope.Scope`
+(its memory operations decide access; its workspace is the agent's files) and
+answers with :mod:`memoryd.shapes`' brief views. The
 descriptions are the instructions a model reads to decide when to call a tool
 and what to pass, so they say *when* as much as *what*.
 """
@@ -21,15 +22,11 @@ from starlette.requests import Request
 from memoryd import wiki
 from memoryd.audit import note
 from memoryd.core import Memory
-from memoryd.errors import InvalidInputError, MemorydError, NotFoundError, PermissionDeniedError
-from memoryd.mcp.scope import Scope
-from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
-from memoryd.pipelines import backfill, commitments
-from memoryd.search.tiers import SHARED, memory_type
-from memoryd.workspace.context import build_context
-from memoryd.workspace.files import memory_get as read_lines
-from memoryd.workspace.layout import Workspace, local_today, resolve_workspace
-from memoryd.workspace.sessions import flush, write_session_note
+from memoryd.errors import InvalidInputError, MemorydError
+from memoryd.models import Origin
+from memoryd.scope import Scope
+from memoryd.shapes import FilterSpec, HitOut
+from memoryd.workspace.layout import local_today
 
 Tier = Literal["long_term", "short_term"]
 SearchTier = Literal["combined", "long_term", "short_term"]
@@ -122,7 +119,7 @@ class MemoryTools:
         scope = self._begin(ctx, "memory_search")
         hits = self._search(scope, query, top_k, tier, category, recent_days, min_score)
         _note(ctx, count=len(hits), top_score=round(hits[0].score, 4) if hits else None)
-        return {"scope": scope.as_dict(), "results": [hit_json(h) for h in hits]}
+        return {"scope": _ids(scope), "results": [h.brief() for h in hits]}
 
     @tool_errors
     def memory_list(
@@ -137,24 +134,14 @@ class MemoryTools:
         something; Markdown file excerpts are not listed, read them with memory_get). Useful to review what is remembered in a category, e.g. every
         open task or every preference, or to find an id to update or delete."""
         scope = self._begin(ctx, "memory_list")
-        filters = Filters(
-            categories=[category] if category else None,
+        spec = FilterSpec(
+            category=category,
             origins=[Origin.API, Origin.FACT],  # file excerpts are read with memory_get
-            long_term_only=tier == "long_term",
-            short_term_only=tier == "short_term",
+            memory_type=tier,
         )
-        records = self.memory.list(
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            limit=limit,
-            offset=offset,
-            filters=filters,
-        )
-        _note(ctx, count=len(records))
-        return {
-            "scope": scope.as_dict(),
-            "results": [record_json(r, self._type(r)) for r in records],
-        }
+        page = scope.list(filters=spec, limit=limit, offset=offset)
+        _note(ctx, count=len(page.results))
+        return {"scope": _ids(scope), "results": [r.brief() for r in page.results]}
 
     @tool_errors
     def memory_history(
@@ -166,9 +153,8 @@ class MemoryTools:
         new text), deleted or restored, by whom and why. Use it to see how a fact
         evolved or to recover what a memory said before an update."""
         scope = self._begin(ctx, "memory_history")
-        self._readable(scope, memory_id)
-        entries = self.memory.history(memory_id)
-        return {"id": memory_id, "history": [e.model_dump(mode="json") for e in entries]}
+        entries = scope.history(memory_id)
+        return {"id": memory_id, "history": [e.model_dump() for e in entries]}
 
     @tool_errors
     def memory_get(
@@ -197,7 +183,7 @@ class MemoryTools:
         empty text (nothing was written that day). Only files inside the agent's
         workspace can be read."""
         scope = self._begin(ctx, "memory_get")
-        got = read_lines(self._workspace(scope), path, from_line, lines)
+        got = scope.files().read(path, from_line, lines)
         return got.to_json()
 
     @tool_errors
@@ -220,9 +206,7 @@ class MemoryTools:
         memory_search for specific questions. Long files are cut in the middle with a
         marker that says how to read the rest with memory_get."""
         scope = self._begin(ctx, "memory_context")
-        built = build_context(
-            self.memory, self._workspace(scope), query=query, budget=budget, user_id=scope.user_id
-        )
+        built = scope.files().context(query, budget)
         return built.to_json()
 
     # -- writing --------------------------------------------------------------------------
@@ -295,19 +279,10 @@ class MemoryTools:
                 "procedural, task, short_term",
             )
         run_id = self._today() if tier == "short_term" or category == "short_term" else None
-        events = self.memory.add(
-            text,
-            messages=messages,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            run_id=run_id,
-            category=category,
-            actor=scope.actor,
-            infer=infer,
-        )
+        events = scope.add(text, messages=messages, run_id=run_id, category=category, infer=infer)
         _note(ctx, count=len(events), run_id=run_id)
         return {
-            "results": [e.model_dump(mode="json") for e in events],
+            "results": [e.model_dump() for e in events],
             "tier": "short_term" if run_id else "long_term",
         }
 
@@ -336,7 +311,7 @@ class MemoryTools:
         memoryd pick out what the diary lacks. They are appended to today's diary,
         searchable at once."""
         scope = self._begin(ctx, "memory_flush")
-        done = flush(self.memory, self._workspace(scope), notes, messages=messages)
+        done = scope.files().flush(notes, messages=messages)
         return done.to_json()
 
     @tool_errors
@@ -353,9 +328,7 @@ class MemoryTools:
         /new or /reset, or the task is done): its last messages become a session note,
         memory/YYYY-MM-DD-<slug>.md, found by later searches."""
         scope = self._begin(ctx, "memory_session_end")
-        note = write_session_note(
-            self.memory, self._workspace(scope), messages, session_id=session_id
-        )
+        note = scope.files().session_end(messages, session_id=session_id)
         return note.to_json()
 
     @tool_errors
@@ -385,9 +358,7 @@ class MemoryTools:
         dream and promotion can take them to long-term or MEMORY.md. Rollback removes
         exactly what backfills added."""
         scope = self._begin(ctx, "memory_rem_backfill")
-        report = backfill.rem_backfill(
-            self.memory,
-            self._workspace(scope),
+        report = scope.files().backfill(
             path=path,
             stage_short_term=stage_short_term,
             rollback=rollback,
@@ -418,16 +389,12 @@ class MemoryTools:
         in with the user about each result, then call it with action "done" and its id.
         Never put these in MEMORY.md; they are short-lived."""
         scope = self._begin(ctx, "memory_commitments")
-        agent = self._workspace(scope).agent_id
+        files = scope.files()
         if action == "done":
             if not commitment_id:
                 raise InvalidInputError("done needs a commitment_id", "pass the id from due/list")
-            return {"result": commitments.close(self.memory, agent, commitment_id).to_json()}
-        items = (
-            commitments.due(self.memory, agent, channel)
-            if action == "due"
-            else commitments.listing(self.memory, agent)
-        )
+            return {"result": files.close_commitment(commitment_id).to_json()}
+        items = files.commitments(due=action == "due", channel=channel)
         return {"results": [c.to_json() for c in items]}
 
     @tool_errors
@@ -442,7 +409,7 @@ class MemoryTools:
         status (current, contested, stale, superseded) and dates. Use it for "what do we
         know about X"; use memory_search for what was said in conversations."""
         scope = self._begin(ctx, "wiki_search")
-        return {"results": wiki.search(self.memory, self._workspace(scope), query, limit)}
+        return {"results": scope.files().wiki_search(query, limit)}
 
     @tool_errors
     def wiki_get(
@@ -456,7 +423,7 @@ class MemoryTools:
         claims, each with evidence to cite or check with memory_get, status and dates, and
         the page's Markdown. Given a claim id, the page holding that claim."""
         scope = self._begin(ctx, "wiki_get")
-        return {"result": wiki.get(self.memory, self._workspace(scope), page)}
+        return {"result": scope.files().wiki_get(page)}
 
     @tool_errors
     def wiki_apply(
@@ -483,14 +450,11 @@ class MemoryTools:
         where it was said (refused without evidence that resolves), or retire a claim.
         The page is recompiled; the edit survives later compiles."""
         scope = self._begin(ctx, "wiki_apply")
-        edit = (
-            wiki.Edit(op="retire", claim=claim_id, status=status, reason=reason)
-            if op == "retire"
-            else wiki.Edit(
-                op="add", page=page, text=text, evidence=list(evidence or []), confidence=confidence
-            )
-        )
-        claim, report = wiki.apply(self.memory, self._workspace(scope), edit)
+        edit = wiki.Edit.of(
+            op, page=page, text=text, evidence=evidence, confidence=confidence, claim=claim_id,
+            status=status, reason=reason,
+        )  # fmt: skip
+        claim, report = scope.files().wiki_apply(edit)
         return {"claim": claim.to_json() if claim else None, "compile": report.to_json()}
 
     @tool_errors
@@ -499,7 +463,7 @@ class MemoryTools:
         with unresolvable evidence, cited lines that changed since a claim was applied,
         contradictions (retire the claim that no longer holds), stale pages, orphan pages."""
         scope = self._begin(ctx, "wiki_lint")
-        return {"problems": wiki.lint(self.memory, self._workspace(scope))}
+        return {"problems": scope.files().wiki_lint()}
 
     @tool_errors
     def memory_update(
@@ -514,17 +478,8 @@ class MemoryTools:
         reversed, a task finished). Pass the whole new text, not a diff; the old
         version stays in memory_history. Only memories of this agent can be changed."""
         scope = self._begin(ctx, "memory_update")
-        record = self._owned(scope, memory_id)
         metadata = {"category": category} if category else None
-        new = self.memory.update(
-            record.id,
-            text,
-            metadata=metadata,
-            user_id=scope.user_id,
-            actor=scope.actor,
-            reason=reason,
-        )
-        return {"result": record_json(new, self._type(new))}
+        return {"result": scope.update(memory_id, text, metadata, reason=reason).brief()}
 
     @tool_errors
     def memory_delete(
@@ -537,9 +492,7 @@ class MemoryTools:
         it has one, use memory_update). The memory leaves search but stays in
         memory_history and can be restored by an operator."""
         scope = self._begin(ctx, "memory_delete")
-        record = self._owned(scope, memory_id)
-        self.memory.delete(record.id, user_id=scope.user_id, actor=scope.actor, reason=reason)
-        return {"id": record.id, "deleted": True}
+        return {"id": scope.delete(memory_id, reason=reason).id, "deleted": True}
 
     # -- helpers --------------------------------------------------------------------------
     def _begin(self, ctx: Context, tool: str) -> Scope:
@@ -557,93 +510,29 @@ class MemoryTools:
         category: str | None,
         recent_days: int,
         min_score: float | None,
-    ) -> list[SearchHit]:
-        """One ranked list; ``combined`` is :meth:`Memory.search_combined` merged by score.
-
-        The agent's own Markdown files are indexed under the workspace owner
-        (``workspace.user_id``); when the connection's user is another one, those
-        excerpts are searched too: the agent may read its files (memory_get).
-        """
-        base = Filters(categories=[category] if category else None)
-        common: dict[str, Any] = {
-            "user_id": scope.user_id,
-            "agent_id": scope.agent_id,
-            "min_score": min_score,
-        }
-        hits: list[SearchHit]
+    ) -> list[HitOut]:
+        """One ranked list; ``combined`` is long-term plus the recent short-term notes."""
         if tier == "combined":
-            combined = self.memory.search_combined(
-                query,
-                long_term_top_k=top_k,
-                short_term_top_k=top_k,
-                recent_days=recent_days,
-                filters=base,
-                **common,
-            )
-            hits = combined.results
-        elif tier == "long_term":
-            filters = base.model_copy(update={"long_term_only": True})
-            hits = self.memory.search(query, top_k=top_k, filters=filters, **common)
-        else:
-            since = self.memory.clock() - timedelta(days=recent_days)
-            filters = base.model_copy(update={"short_term_only": True, "created_after": since})
-            hits = self.memory.search(query, top_k=top_k, filters=filters, **common)
-        owner = self.memory.settings.workspace.user_id
-        if tier != "short_term" and scope.agent_id and owner != scope.user_id and not category:
-            hits = hits + self.memory.search(
-                query,
-                user_id=owner,
-                agent_id=scope.agent_id,
-                top_k=top_k,
-                min_score=min_score,
-                filters=Filters(origins=[Origin.CHUNK]),
-                include_shared=False,
-            )
-        unique = {h.id: h for h in sorted(hits, key=lambda h: h.score)}  # best score wins
-        return sorted(unique.values(), key=lambda h: h.score, reverse=True)[:top_k]
-
-    def _readable(self, scope: Scope, memory_id: str) -> MemoryRecord:
-        """Own memories, and the user's shared pool (other agents' lessons)."""
-        return self._get(scope, memory_id, include_deleted=True, shared_ok=True)
-
-    def _owned(self, scope: Scope, memory_id: str) -> MemoryRecord:
-        record = self._get(scope, memory_id, include_deleted=False, shared_ok=True)
-        if not scope.owns(record):
-            raise PermissionDeniedError(
-                f"memory {memory_id} is shared by agent {record.agent_id!r}; only it can change it",
-                "write your own memory with memory_add (e.g. the corrected lesson)",
-            )
-        return record  # a file excerpt is refused by Memory itself (ReadOnlyError)
-
-    def _get(
-        self, scope: Scope, memory_id: str, *, include_deleted: bool, shared_ok: bool = False
-    ) -> MemoryRecord:
-        """The record, or the same NotFoundError whether it is missing or out of scope."""
-        try:
-            record = self.memory.get(
-                memory_id, user_id=scope.user_id, include_deleted=include_deleted
-            )
-        except NotFoundError:
-            raise _not_found(memory_id) from None
-        shared = shared_ok and self._type(record) == SHARED
-        if not (scope.owns(record) or shared):
-            raise _not_found(memory_id)
-        return record
-
-    def _type(self, record: MemoryRecord) -> str:
-        return memory_type(record, self.memory.settings.search.shared_categories)
-
-    def _workspace(self, scope: Scope) -> Workspace:
-        if scope.agent_id is None:
-            raise InvalidInputError(
-                "this connection acts for no agent, and files live in an agent's workspace",
-                "start the server with `memoryd mcp --agent ID` (or send X-Memoryd-Agent)",
-            )
-        return resolve_workspace(self.memory.settings, scope.agent_id, self.memory.store)
+            both = scope.search_combined(
+                query, long_term_top_k=top_k, short_term_top_k=top_k, recent_days=recent_days,
+                min_score=min_score, filters=FilterSpec(category=category),
+            )  # fmt: skip
+            return both.results[:top_k]
+        since = self.memory.clock() - timedelta(days=recent_days)
+        spec = (
+            FilterSpec(category=category, memory_type="long_term")
+            if tier == "long_term"
+            else FilterSpec(category=category, memory_type="short_term", created_after=since)
+        )
+        return scope.search(query, top_k=top_k, min_score=min_score, filters=spec)
 
     def _today(self) -> str:
         """Today's date in the workspace time zone: the short-term run id (seed 001)."""
         return local_today(self.memory.settings.workspace, self.memory.clock).isoformat()
+
+
+def _ids(scope: Scope) -> dict[str, str | None]:
+    return {"user_id": scope.user_id, "agent_id": scope.agent_id}
 
 
 def _note(ctx: Context, **fields: Any) -> None:
@@ -651,45 +540,3 @@ def _note(ctx: Context, **fields: Any) -> None:
     request = ctx.request_context.request
     if isinstance(request, Request):
         note(request, **fields)
-
-
-def _not_found(memory_id: str) -> NotFoundError:
-    return NotFoundError(
-        f"no memory with id {memory_id} in this agent's scope",
-        "take the id from memory_search or memory_list",
-    )
-
-
-def hit_json(hit: SearchHit) -> dict[str, Any]:
-    record = hit.record
-    out: dict[str, Any] = {
-        "id": hit.id,
-        "memory": hit.text,
-        "score": round(hit.score, 6),
-        "parts": hit.parts.model_dump(exclude_none=True),
-        "memory_type": hit.memory_type,
-        "category": record.category,
-        "agent_id": record.agent_id,
-        "created_at": record.created_at.isoformat(),
-    }
-    if hit.original_score is not None:
-        out["original_score"] = round(hit.original_score, 6)
-    if record.source is not None:
-        out["citation"] = record.source.citation
-    return out
-
-
-def record_json(record: MemoryRecord, kind: str) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": record.id,
-        "memory": record.text,
-        "category": record.category,
-        "memory_type": kind,
-        "agent_id": record.agent_id,
-        "state": str(record.state),
-        "created_at": record.created_at.isoformat(),
-        "updated_at": record.updated_at.isoformat(),
-    }
-    if record.source is not None:
-        out["citation"] = record.source.citation
-    return out

@@ -45,6 +45,7 @@ from datetime import UTC, date, datetime, time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from memoryd.access import workspace_owner
 from memoryd.atomic import replace_bytes
 from memoryd.core import Memory
 from memoryd.errors import BusyError, InvalidInputError, PermissionDeniedError
@@ -327,7 +328,7 @@ def _write(
             for c in cands:
                 events = memory.add(
                     c.text,
-                    user_id=memory.settings.workspace.user_id,
+                    user_id=workspace_owner(memory.settings),
                     agent_id=agent,
                     run_id=day,
                     category="short_term",

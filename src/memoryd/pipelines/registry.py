@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memoryd.access import workspace_owner
 from memoryd.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ class PipelineContext:
     @property
     def user_id(self) -> str:
         """The user that owns the workspaces' memories (``workspace.user_id``)."""
-        return self.memory.settings.workspace.user_id
+        return workspace_owner(self.memory.settings)
 
     @property
     def actor(self) -> str:

@@ -127,6 +127,27 @@ class Edit:
     status: str = "superseded"
     reason: str | None = None
 
+    @classmethod
+    def of(
+        cls,
+        op: str,
+        *,
+        page: str | None = None,
+        text: str | None = None,
+        evidence: list[str] | None = None,
+        confidence: float = 1.0,
+        claim: str | None = None,
+        status: str = "superseded",
+        reason: str | None = None,
+    ) -> Edit:
+        """The edit a face was asked for (the CLI, ``/v1/wiki/apply``, MCP's ``wiki_apply``):
+        a retirement keeps only the claim, status and reason; an addition only the rest."""
+        if op == "retire":
+            return cls(op="retire", claim=claim, status=status, reason=reason)
+        return cls(
+            op="add", page=page, text=text, evidence=list(evidence or []), confidence=confidence
+        )
+
 
 def check_evidence(memory: Memory, ws: Workspace, evidence: list[str]) -> list[str]:
     """``evidence`` as given, once each, after checking every item resolves."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from memoryd.access import workspace_owner
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError
 from memoryd.models import Origin
@@ -189,7 +190,7 @@ def _relevant(
     Chunks of files already shown in full above are left out: they would only
     repeat what the agent has just read.
     """
-    owner = memory.settings.workspace.user_id
+    owner = workspace_owner(memory.settings)
     users = list(dict.fromkeys([user_id or owner, owner]))
     hits = []
     for uid in users:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memoryd.access import workspace_owner
 from memoryd.conversation import context_of, contextual_vectors
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, Source, content_hash
@@ -129,7 +130,7 @@ class Indexer:
     def __init__(self, memory: Memory, workspace: Workspace) -> None:
         self.memory = memory
         self.ws = workspace
-        self.user_id = memory.settings.workspace.user_id
+        self.user_id = workspace_owner(memory.settings)
         self.plan = chunk_plan(workspace.settings, memory.embedder.max_tokens)
 
     # -- what is indexed --------------------------------------------------------------------

@@ -21,19 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from memoryd.access import workspace_owner
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, SearchHit
+from memoryd.shapes import snippet
 from memoryd.workspace.chunking import turn_words
 from memoryd.workspace.layout import Workspace
-
-
-def snippet(text: str, limit: int = 700) -> str:
-    """The first ``limit`` characters of a chunk, cut at a word boundary."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
 
 
 def said(record: MemoryRecord) -> str:
@@ -97,7 +90,7 @@ def memory_search(
     use_mmr = settings.mmr if mmr is None else mmr
     hits = memory.search(
         query,
-        user_id=memory.settings.workspace.user_id,
+        user_id=workspace_owner(memory.settings),
         agent_id=ws.agent_id,
         top_k=min(memory.settings.search.max_top_k, k * 3) if use_mmr else k,
         min_score=settings.min_score if min_score is None else min_score,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from memoryd.access import workspace_owner
 from memoryd.core import Memory
 from memoryd.models import Filters, Origin
 from memoryd.workspace.files import SkippedFile, read_markdown
@@ -34,7 +35,7 @@ def workspace_status(memory: Memory, ws: Workspace) -> dict[str, Any]:
     deleted = sorted(r for r in stored if r not in present)
     chunks = memory.store.count(
         Filters(
-            user_id=memory.settings.workspace.user_id,
+            user_id=workspace_owner(memory.settings),
             agent_id=ws.agent_id,
             origins=[Origin.CHUNK],
         )
