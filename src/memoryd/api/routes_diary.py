@@ -18,6 +18,7 @@ from memoryd.api.auth import Principal, principal
 from memoryd.audit import note
 from memoryd.conversation import parse_time
 from memoryd.core import Memory
+from memoryd.file_shapes import DiaryOut
 from memoryd.pipelines import diary
 
 router = APIRouter(tags=["diary"])
@@ -56,7 +57,7 @@ class DiaryRequest(BaseModel):
     )
 
 
-@router.post("/v1/diary")
+@router.post("/v1/diary", response_model=DiaryOut)
 async def post_diary(
     body: DiaryRequest, request: Request, p: Principal = Depends(principal)
 ) -> dict[str, Any]:

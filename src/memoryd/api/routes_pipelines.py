@@ -16,12 +16,13 @@ from starlette.concurrency import run_in_threadpool
 
 from memoryd.api.auth import Principal, principal
 from memoryd.core import Memory
+from memoryd.file_shapes import Pipelines
 from memoryd.pipelines.status import pipelines_status
 
 router = APIRouter(tags=["pipelines"])
 
 
-@router.get("/v1/pipelines")
+@router.get("/v1/pipelines", response_model=Pipelines)
 async def get_pipelines(
     request: Request,
     p: Principal = Depends(principal),

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from memoryd import wiki
 from memoryd.api.auth import Principal, principal
 from memoryd.api.routes_workspace import _files, _memory
+from memoryd.file_shapes import CompileOut, WikiApplied, WikiHits, WikiPage, WikiProblems
 
 router = APIRouter(prefix="/v1/wiki", tags=["wiki"])
 
@@ -26,7 +27,7 @@ class CompileBody(BaseModel):
     dry_run: bool = False
 
 
-@router.post("/compile")
+@router.post("/compile", response_model=CompileOut)
 async def compile_vault(
     request: Request, body: CompileBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -39,7 +40,7 @@ async def compile_vault(
     return await run_in_threadpool(run)
 
 
-@router.get("/search")
+@router.get("/search", response_model=WikiHits)
 async def search(
     request: Request,
     agent_id: str,
@@ -56,7 +57,7 @@ async def search(
     return await run_in_threadpool(run)
 
 
-@router.get("/pages/{page}")
+@router.get("/pages/{page}", response_model=WikiPage)
 async def get_page(
     request: Request, page: str, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -83,7 +84,7 @@ class ApplyBody(BaseModel):
     reason: str | None = Field(default=None, max_length=2000)
 
 
-@router.post("/apply")
+@router.post("/apply", response_model=WikiApplied)
 async def apply_edit(
     request: Request, body: ApplyBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -101,7 +102,7 @@ async def apply_edit(
     return await run_in_threadpool(run)
 
 
-@router.get("/lint")
+@router.get("/lint", response_model=WikiProblems)
 async def lint(
     request: Request, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:

@@ -16,6 +16,19 @@ from starlette.concurrency import run_in_threadpool
 
 from memoryd.api.auth import Principal, principal
 from memoryd.core import Memory
+from memoryd.file_shapes import (
+    BackfillOut,
+    CommitmentOut,
+    Commitments,
+    ContextOut,
+    FileHits,
+    FileSliceOut,
+    FlushOut,
+    IndexOut,
+    RollbackOut,
+    SessionNoteOut,
+    Workspaces,
+)
 from memoryd.scope import AgentFiles
 
 router = APIRouter(prefix="/v1", tags=["workspace"])
@@ -31,8 +44,8 @@ def _files(mem: Memory, p: Principal, agent_id: str) -> AgentFiles:
     return mem.scope(p, agent_id=agent_id).files()
 
 
-@router.get("/memory_get")
-@router.get("/memory/get", include_in_schema=False)
+@router.get("/memory_get", response_model=FileSliceOut)
+@router.get("/memory/get", include_in_schema=False, response_model=FileSliceOut)
 async def get_file(
     request: Request,
     agent_id: str,
@@ -63,7 +76,7 @@ class SearchBody(BaseModel):
     mmr: bool | None = None
 
 
-@router.post("/memory_search")
+@router.post("/memory_search", response_model=FileHits)
 async def search_files(
     request: Request, body: SearchBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -84,7 +97,7 @@ async def search_files(
     return await run_in_threadpool(run)
 
 
-@router.get("/context")
+@router.get("/context", response_model=ContextOut)
 async def session_context(
     request: Request,
     agent_id: str,
@@ -115,7 +128,7 @@ class SessionEndBody(BaseModel):
     limit: int | None = Field(default=None, ge=1, le=200, description="last N messages (15)")
 
 
-@router.post("/sessions/end")
+@router.post("/sessions/end", response_model=SessionNoteOut)
 async def session_end(
     request: Request, body: SessionEndBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -145,7 +158,7 @@ class FlushBody(BaseModel):
     )
 
 
-@router.post("/flush")
+@router.post("/flush", response_model=FlushOut)
 async def flush_notes(
     request: Request, body: FlushBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -170,7 +183,7 @@ class BackfillBody(BaseModel):
     dry_run: bool = False
 
 
-@router.post("/rem-backfill")
+@router.post("/rem-backfill", response_model=BackfillOut | RollbackOut)
 async def rem_backfill(
     request: Request, body: BackfillBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -194,7 +207,7 @@ async def rem_backfill(
     return await run_in_threadpool(run)
 
 
-@router.get("/commitments/due")
+@router.get("/commitments/due", response_model=Commitments)
 async def commitments_due(
     request: Request,
     agent_id: str,
@@ -212,7 +225,7 @@ async def commitments_due(
     return await run_in_threadpool(run)
 
 
-@router.get("/commitments")
+@router.get("/commitments", response_model=Commitments)
 async def commitments_list(
     request: Request,
     agent_id: str,
@@ -229,7 +242,7 @@ async def commitments_list(
     return await run_in_threadpool(run)
 
 
-@router.post("/commitments/{commitment_id}/done")
+@router.post("/commitments/{commitment_id}/done", response_model=CommitmentOut)
 async def commitment_done(
     request: Request, commitment_id: str, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -249,7 +262,7 @@ class IndexBody(BaseModel):
     force: bool = False
 
 
-@router.post("/index")
+@router.post("/index", response_model=IndexOut)
 async def index_files(
     request: Request, body: IndexBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
@@ -262,7 +275,7 @@ async def index_files(
     return await run_in_threadpool(run)
 
 
-@router.get("/workspaces")
+@router.get("/workspaces", response_model=Workspaces)
 async def workspaces(request: Request, p: Principal = Depends(principal)) -> dict[str, Any]:
     """Per agent the key may see: files, chunks, model, last index, files waiting."""
     mem = _memory(request)
