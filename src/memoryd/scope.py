@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from memoryd.access import Principal, workspace_owner
 from memoryd.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from memoryd.models import CombinedHits, Filters, MemoryRecord, Origin, SearchHit
+from memoryd.pipelines.status import pipelines_status
 from memoryd.search.intent import Intent, analyse
 from memoryd.search.tiers import SHARED, memory_type
 from memoryd.shapes import (
@@ -44,10 +45,11 @@ from memoryd.shapes import (
     Page,
 )
 from memoryd.workspace.agent import AgentFiles
-from memoryd.workspace.layout import known_agents, resolve_workspace
+from memoryd.workspace.layout import known_agents, local_today, resolve_workspace
 
 if TYPE_CHECKING:
     from memoryd.core import Memory
+    from memoryd.pipelines.scheduler import PipelineScheduler
 
 __all__ = ["AgentFiles", "Scope"]
 
@@ -170,6 +172,36 @@ class Scope:
         """The workspace agents whose files the caller may use."""
         known = known_agents(self.memory.settings, self.memory.store)
         return [agent for agent in known if self.may_use_files(agent)]
+
+    def pipelines(
+        self,
+        scheduler: PipelineScheduler | None = None,
+        *,
+        name: str | None = None,
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        """The pipelines (schedule, next and last run) and recent runs, newest first, as the
+        caller may see them: run notes can quote memory text, so only an admin key sees
+        notes and errors; another key sees the runs of the agents whose files it may use
+        (and runs for no agent), without them. ``scheduler``: this process's, if it runs one."""
+        status = pipelines_status(self.memory, scheduler, name=name, limit=limit)
+        if self.caller.admin:
+            return status
+        hidden: dict[str, Any] = {"notes": [], "errors": [], "error": None}
+        status["runs"] = [
+            {**run, **hidden}
+            for run in status["runs"]
+            if run.get("agent") is None or self.may_use_files(run["agent"])
+        ]
+        for spec in status["pipelines"]:
+            if spec.get("last_run"):
+                spec["last_run"] = {**spec["last_run"], **hidden}
+        return status
+
+    def today(self) -> str:
+        """Today's date in the workspace time zone: the run id of today's short-term
+        memories (and the name of today's diary file)."""
+        return local_today(self.memory.settings.workspace, self.memory.clock).isoformat()
 
     def _user(self) -> str:
         self.check()

@@ -1,8 +1,9 @@
 """``POST /v1/diary``: an agent's finished turn, appended to its daily diary.
 
 This is what the OpenClaw plugin's ``agent_end`` hook calls after every turn
-(see ``integrations/openclaw``). The work is :func:`memoryd.pipelines.diary.capture`;
-this module only checks the caller's key and moves the call off the event loop.
+(see ``integrations/openclaw``). The work is the agent's files' ``diary``
+(:meth:`memoryd.workspace.agent.AgentFiles.diary`); this module only checks the
+caller's key and moves the call off the event loop.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from memoryd.audit import note
 from memoryd.conversation import parse_time
 from memoryd.core import Memory
 from memoryd.file_shapes import DiaryOut
-from memoryd.pipelines import diary
 
 router = APIRouter(tags=["diary"])
 
@@ -68,16 +68,16 @@ async def post_diary(
     """
     mem: Memory = request.app.state.memory
     user_id = body.user_id or workspace_owner(mem.settings)
-    mem.scope(p, user_id, body.agent_id).check()
-    result = await run_in_threadpool(
-        diary.capture,
-        mem,
-        agent_id=body.agent_id,
-        session_id=body.session_id,
-        channel=body.channel,
-        turn_id=body.turn_id,
-        messages=[m.model_dump() for m in body.messages],
-        at=parse_time(body.timestamp, "timestamp"),
-    )
-    note(request, op="diary", user_id=user_id, agent_id=body.agent_id, count=result.kept)
-    return result.as_dict()
+    scope = mem.scope(p, user_id, body.agent_id)
+    scope.check()
+    at = parse_time(body.timestamp, "timestamp")
+
+    def run() -> dict[str, Any]:
+        return scope.files().diary(
+            [m.model_dump() for m in body.messages], session_id=body.session_id,
+            turn_id=body.turn_id, channel=body.channel, at=at,
+        ).as_dict()  # fmt: skip
+
+    result = await run_in_threadpool(run)
+    note(request, op="diary", user_id=user_id, agent_id=body.agent_id, count=result["kept"])
+    return result

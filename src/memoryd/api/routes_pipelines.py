@@ -4,7 +4,8 @@ The same view as ``memoryd pipelines``: each registered pipeline with its
 crontab, whether ``serve`` schedules it, its next scheduled run (when this
 server runs the scheduler) and its last run; then recent runs, newest first.
 Run notes can quote memory text, so only admin keys see notes and errors of
-runs; other keys see the runs of the agents they may access, without them.
+runs; other keys see the runs of the agents they may access, without them
+(:meth:`memoryd.scope.Scope.pipelines` holds that rule).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from starlette.concurrency import run_in_threadpool
 from memoryd.api.auth import Principal, principal
 from memoryd.core import Memory
 from memoryd.file_shapes import Pipelines
-from memoryd.pipelines.status import pipelines_status
 
 router = APIRouter(tags=["pipelines"])
 
@@ -31,16 +31,5 @@ async def get_pipelines(
 ) -> dict[str, Any]:
     mem: Memory = request.app.state.memory
     scheduler = getattr(request.app.state, "pipeline_scheduler", None)
-    status = await run_in_threadpool(pipelines_status, mem, scheduler, name=name, limit=limit)
-    if not p.admin:
-        scope = mem.scope(p)
-        runs = []
-        for run in status["runs"]:
-            if run.get("agent") is not None and not scope.may_use_files(run["agent"]):
-                continue
-            runs.append({**run, "notes": [], "errors": [], "error": None})
-        status["runs"] = runs
-        for spec in status["pipelines"]:
-            if spec.get("last_run"):
-                spec["last_run"] = {**spec["last_run"], "notes": [], "errors": [], "error": None}
-    return status
+    scope = mem.scope(p)
+    return await run_in_threadpool(scope.pipelines, scheduler, name=name, limit=limit)

@@ -26,7 +26,6 @@ from memoryd.errors import InvalidInputError, MemorydError
 from memoryd.models import Origin
 from memoryd.scope import Scope
 from memoryd.shapes import FilterSpec, HitOut
-from memoryd.workspace.layout import local_today
 
 Tier = Literal["long_term", "short_term"]
 SearchTier = Literal["combined", "long_term", "short_term"]
@@ -278,7 +277,7 @@ class MemoryTools:
                 "pick one: decision, preference, environment, project, experience, "
                 "procedural, task, short_term",
             )
-        run_id = self._today() if tier == "short_term" or category == "short_term" else None
+        run_id = scope.today() if tier == "short_term" or category == "short_term" else None
         events = scope.add(text, messages=messages, run_id=run_id, category=category, infer=infer)
         _note(ctx, count=len(events), run_id=run_id)
         return {
@@ -525,10 +524,6 @@ class MemoryTools:
             else FilterSpec(category=category, memory_type="short_term", created_after=since)
         )
         return scope.search(query, top_k=top_k, min_score=min_score, filters=spec)
-
-    def _today(self) -> str:
-        """Today's date in the workspace time zone: the short-term run id (seed 001)."""
-        return local_today(self.memory.settings.workspace, self.memory.clock).isoformat()
 
 
 def _ids(scope: Scope) -> dict[str, str | None]:

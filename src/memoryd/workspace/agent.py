@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memoryd import wiki
 from memoryd.pipelines import commitments as follow_ups
 from memoryd.pipelines.backfill import BackfillReport, RollbackReport, rem_backfill
 from memoryd.pipelines.commitments import Commitment
+from memoryd.pipelines.diary import DiaryResult, capture
 from memoryd.workspace.context import SessionContext, build_context
 from memoryd.workspace.files import FileSlice, memory_get
 from memoryd.workspace.indexer import IndexReport, index_workspace
@@ -62,6 +64,22 @@ class AgentFiles:
     ) -> FlushResult:
         """Durable notes (or what a compacted conversation adds) into today's diary."""
         return flush(self.memory, self.workspace, notes, messages=messages)
+
+    def diary(
+        self,
+        messages: Sequence[Any],
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        channel: str | None = None,
+        at: datetime | None = None,
+    ) -> DiaryResult:
+        """A finished turn as a ``## HH:MM`` section of today's diary (the day of ``at``
+        for a replayed turn); noise and a repeated ``turn_id`` are not written."""
+        return capture(
+            self.memory, agent_id=self.agent_id, messages=messages, session_id=session_id,
+            turn_id=turn_id, workspace=self.workspace.root, at=at, channel=channel,
+        )  # fmt: skip
 
     def session_end(
         self, messages: Sequence[Any], *, session_id: str | None = None, limit: int | None = None
