@@ -17,9 +17,10 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from memoryd.access import LOCAL
 from memoryd.api import create_app
 from memoryd.api.auth import Principal
-from memoryd.api.ui import Query, _bucket_edges, scope_pairs, word_diff
+from memoryd.api.ui import Query, _bucket_edges, spans, word_diff
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, PermissionDeniedError
 from memoryd.models import Filters, Origin, Source, State
@@ -604,17 +605,20 @@ def test_a_scoped_key_sees_only_its_users(keyed: Memory, seeded: Seeded, live_se
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-def test_scope_pairs_narrow_a_key_to_its_users_and_agents(memory: Memory) -> None:
+def test_spans_narrow_a_key_to_its_users_and_agents(memory: Memory) -> None:
+    def scope_pairs(principal: Principal, *page: str | None) -> list[tuple[str | None, str | None]]:
+        return [(s.user_id, s.agent_id) for s in spans(memory, principal, *page)]
+
     admin = Principal(name="root", admin=True)
     two = Principal(name="k", users=["a", "b"], agents=["x"])
-    assert scope_pairs(memory, admin, None, None) == [(None, None)]
-    assert scope_pairs(memory, admin, "z", None) == [("z", None)]
-    assert scope_pairs(memory, two, None, None) == [("a", "x"), ("b", "x")]
-    assert scope_pairs(memory, two, "b", None) == [("b", "x")]
+    assert scope_pairs(admin, None, None) == [(None, None)]
+    assert scope_pairs(admin, "z", None) == [("z", None)]
+    assert scope_pairs(two, None, None) == [("a", "x"), ("b", "x")]
+    assert scope_pairs(two, "b", None) == [("b", "x")]
     with pytest.raises(PermissionDeniedError):
-        scope_pairs(memory, two, "c", None)
+        scope_pairs(two, "c", None)
     with pytest.raises(PermissionDeniedError):
-        scope_pairs(memory, two, "a", "y")
+        scope_pairs(two, "a", "y")
 
 
 def test_query_parsing_rejects_bad_numbers() -> None:
@@ -646,7 +650,7 @@ def test_growth_buckets_by_day_week_and_month() -> None:
 def test_growth_counts_match_the_store(memory: Memory, seeded: Seeded) -> None:
     from memoryd.api.ui import growth
 
-    g = growth(memory, [(None, None)])
+    g = growth(memory, memory.scope(LOCAL).spans())
     assert g["unit"] == "day" and len(g["labels"]) == 21
     assert sum(g["active"]) == memory.store.count(Filters())
     assert sum(g["removed"]) == 1 and g["total"][-1] == memory.store.count(Filters())

@@ -26,7 +26,7 @@ from __future__ import annotations
 import builtins
 from datetime import datetime
 from itertools import product
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from memoryd.access import Principal, workspace_owner
 from memoryd.errors import InvalidInputError, NotFoundError, PermissionDeniedError
@@ -318,6 +318,31 @@ class Scope:
         return Page(
             results=[MemoryOut.of(r, self.shared) for r in records], total=self.memory.count(f)
         )
+
+    @overload
+    def count(self, filters: Filters | None = None, *, by: None = None) -> int: ...
+    @overload
+    def count(self, filters: Filters | None = None, *, by: str) -> dict[str, int]: ...
+    def count(self, filters: Filters | None = None, *, by: str | None = None) -> Any:
+        """How many of the scope's memories match ``filters`` (active ones by default);
+        ``by`` a column (state, user_id, agent_id, category, origin): how many per value."""
+        f = self._filters(filters)
+        return self.memory.count(f) if by is None else self.memory.store.counts_by(by, f)
+
+    def page(
+        self,
+        filters: Filters | None = None,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        oldest_first: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        """:meth:`list`'s page as the engine's records, newest first or ``oldest_first``
+        (the dashboard renders these)."""
+        f = self._filters(filters)
+        if oldest_first:
+            return self.memory.store.list(f, limit=limit, offset=offset, newest_first=False)
+        return self.memory.list(filters=f, limit=limit, offset=offset)
 
     def hits(
         self,

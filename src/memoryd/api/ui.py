@@ -46,6 +46,7 @@ from memoryd.errors import (
     ReadOnlyError,
 )
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, SearchHit, State
+from memoryd.scope import Scope
 from memoryd.search.tiers import memory_type as tier_of
 from memoryd.workspace.layout import DREAMS_FILE
 
@@ -91,16 +92,10 @@ TEMPLATES.env.filters["ts"] = _ts
 
 
 # -- who is asking, and what they may see ----------------------------------------------------
-Pair = tuple[str | None, str | None]
-
-
-def scope_pairs(
-    memory: Memory, principal: Principal, user: str | None, agent: str | None
-) -> list[Pair]:
-    """The (user_id, agent_id) filters a page queries: the key's scope narrowed by the
-    page's, as :meth:`Scope.spans <memoryd.scope.Scope.spans>` decides (``None``: any);
-    the page merges the answers."""
-    return [(s.user_id, s.agent_id) for s in memory.scope(principal, user, agent).spans()]
+def spans(memory: Memory, principal: Principal, user: str | None, agent: str | None) -> list[Scope]:
+    """The scopes a page reads: the key's narrowed by the page's, as :meth:`Scope.spans
+    <memoryd.scope.Scope.spans>` decides (``None``: any); the page merges their answers."""
+    return memory.scope(principal, user, agent).spans()
 
 
 def shared_categories(memory: Memory) -> list[str]:
@@ -167,7 +162,7 @@ class Query:
         return _relevance(self.min)
 
     def filters(self, memory: Memory) -> Filters:
-        """Everything but user and agent, which come from :func:`scope_pairs`."""
+        """Everything but user and agent, which come from :func:`spans`."""
         states = {
             "active": [State.ACTIVE],
             "deleted": [State.DELETED],
@@ -240,38 +235,26 @@ def _day(value: str, name: str, *, next_day: bool = False) -> datetime | None:
     return start + timedelta(days=1) if next_day else start
 
 
-def _scoped(f: Filters, pair: Pair) -> Filters:
-    user, agent = pair
-    update: dict[str, Any] = {}
-    if user is not None:
-        update["user_id"] = user
-    if agent is not None:
-        update["agent_id"] = agent
-    return f.model_copy(update=update)
+# -- reads across a scope (the scopes Scope.spans gives, answers merged) ------------------------
+def count_in(scopes: Sequence[Scope], f: Filters) -> int:
+    return sum(s.count(f) for s in scopes)
 
 
-# -- reads across a scope -----------------------------------------------------------------------
-def count_in(memory: Memory, pairs: Sequence[Pair], f: Filters) -> int:
-    return sum(memory.store.count(_scoped(f, p)) for p in pairs)
-
-
-def counts_in(memory: Memory, pairs: Sequence[Pair], column: str, f: Filters) -> dict[str, int]:
+def counts_in(scopes: Sequence[Scope], column: str, f: Filters) -> dict[str, int]:
     totals: dict[str, int] = {}
-    for pair in pairs:
-        for key, n in memory.store.counts_by(column, _scoped(f, pair)).items():
+    for scope in scopes:
+        for key, n in scope.count(f, by=column).items():
             totals[key] = totals.get(key, 0) + n
     return dict(sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def list_in(
-    memory: Memory, pairs: Sequence[Pair], f: Filters, *, limit: int, offset: int
-) -> list[MemoryRecord]:
-    """One page, newest first, merged over the scope's pairs."""
-    if len(pairs) == 1:
-        return memory.list(filters=_scoped(f, pairs[0]), limit=limit, offset=offset)
+def list_in(scopes: Sequence[Scope], f: Filters, *, limit: int, offset: int) -> list[MemoryRecord]:
+    """One page, newest first, merged over the scopes."""
+    if len(scopes) == 1:
+        return scopes[0].page(f, limit=limit, offset=offset)
     merged: list[MemoryRecord] = []
-    for pair in pairs:
-        merged.extend(memory.list(filters=_scoped(f, pair), limit=offset + limit))
+    for scope in scopes:
+        merged.extend(scope.page(f, limit=offset + limit))
     merged.sort(key=lambda r: r.created_at, reverse=True)
     return merged[offset : offset + limit]
 
@@ -279,7 +262,7 @@ def list_in(
 def search_in(memory: Memory, principal: Principal, query: Query, f: Filters) -> list[SearchHit]:
     """The best hits over the scopes the key spans (each with the owner-chunk rule)."""
     hits: dict[str, SearchHit] = {}
-    for scope in memory.scope(principal, query.user or None, query.agent or None).spans():
+    for scope in spans(memory, principal, query.user or None, query.agent or None):
         for hit in scope.hits(
             query.q, top_k=query.top_k, min_score=query.min_relevance, filters=f, mode=query.mode
         ):
@@ -289,28 +272,28 @@ def search_in(memory: Memory, principal: Principal, query: Query, f: Filters) ->
 
 
 # -- overview aggregates --------------------------------------------------------------------------
-def overview_data(memory: Memory, pairs: Sequence[Pair]) -> dict[str, Any]:
+def overview_data(memory: Memory, scopes: Sequence[Scope]) -> dict[str, Any]:
     active = Filters()
     by_tier = {
-        "long-term": count_in(memory, pairs, active.model_copy(update={"long_term_only": True})),
-        "short-term": count_in(memory, pairs, active.model_copy(update={"short_term_only": True})),
+        "long-term": count_in(scopes, active.model_copy(update={"long_term_only": True})),
+        "short-term": count_in(scopes, active.model_copy(update={"short_term_only": True})),
     }
     shared = shared_categories(memory)
     shared_count = (
-        count_in(memory, pairs, active.model_copy(update={"categories": shared})) if shared else 0
+        count_in(scopes, active.model_copy(update={"categories": shared})) if shared else 0
     )
-    by_state = counts_in(memory, pairs, "state", Filters(states=[]))
+    by_state = counts_in(scopes, "state", Filters(states=[]))
     return {
         "total": by_state.get(State.ACTIVE.value, 0),
         "by_state": by_state,
-        "by_user": counts_in(memory, pairs, "user_id", active),
-        "by_agent": _named(counts_in(memory, pairs, "agent_id", active), "(no agent)"),
-        "by_category": _named(counts_in(memory, pairs, "category", active), "(none)"),
-        "by_origin": counts_in(memory, pairs, "origin", active),
+        "by_user": counts_in(scopes, "user_id", active),
+        "by_agent": _named(counts_in(scopes, "agent_id", active), "(no agent)"),
+        "by_category": _named(counts_in(scopes, "category", active), "(none)"),
+        "by_origin": counts_in(scopes, "origin", active),
         "by_tier": by_tier,
         "shared": shared_count,
-        "growth": growth(memory, pairs),
-        "latest": list_in(memory, pairs, active, limit=5, offset=0),
+        "growth": growth(memory, scopes),
+        "latest": list_in(scopes, active, limit=5, offset=0),
     }
 
 
@@ -318,7 +301,7 @@ def _named(counts: dict[str, int], empty: str) -> dict[str, int]:
     return {(k or empty): v for k, v in counts.items()}
 
 
-def growth(memory: Memory, pairs: Sequence[Pair], *, max_buckets: int = 60) -> dict[str, Any]:
+def growth(memory: Memory, scopes: Sequence[Scope], *, max_buckets: int = 60) -> dict[str, Any]:
     """Memories created per day (per week or month over longer spans), and the running total.
 
     Counted with one grouped ``counts_by`` per bucket on the indexed ``created_at``
@@ -326,7 +309,7 @@ def growth(memory: Memory, pairs: Sequence[Pair], *, max_buckets: int = 60) -> d
     at 20k memories on SQLite.
     """
     everything = Filters(states=[])
-    firsts = [memory.store.list(_scoped(everything, p), limit=1, newest_first=False) for p in pairs]
+    firsts = [s.page(everything, limit=1, oldest_first=True) for s in scopes]
     starts = [r[0].created_at for r in firsts if r]
     if not starts:
         return {"unit": "day", "labels": [], "active": [], "removed": [], "total": []}
@@ -341,7 +324,7 @@ def growth(memory: Memory, pairs: Sequence[Pair], *, max_buckets: int = 60) -> d
     removed: list[int] = []
     for lo, hi in pairwise(edges):
         window = everything.model_copy(update={"created_after": lo, "created_before": hi})
-        by_state = counts_in(memory, pairs, "state", window)  # one query per bucket and pair
+        by_state = counts_in(scopes, "state", window)  # one query per bucket and scope
         labels.append(_bucket_label(lo, unit))
         active.append(by_state.get(State.ACTIVE.value, 0))
         removed.append(sum(n for state, n in by_state.items() if state != State.ACTIVE.value))
@@ -708,7 +691,7 @@ def _redirect(url: str) -> Response:
 @page
 def overview(request: Request, principal: Principal) -> Response:
     mem = _memory(request)
-    data = overview_data(mem, scope_pairs(mem, principal, None, None))
+    data = overview_data(mem, spans(mem, principal, None, None))
     g = data["growth"]
     charts = {
         "growth": {
@@ -730,12 +713,12 @@ def overview(request: Request, principal: Principal) -> Response:
 
 def _choices(mem: Memory, principal: Principal) -> dict[str, list[str]]:
     """Values for the filter dropdowns, from what exists in the principal's scope."""
-    pairs = scope_pairs(mem, principal, None, None)
+    scopes = spans(mem, principal, None, None)
     active = Filters()
     return {
-        "users": [u for u in counts_in(mem, pairs, "user_id", active) if u],
-        "agents": [a for a in counts_in(mem, pairs, "agent_id", active) if a],
-        "categories": [c for c in counts_in(mem, pairs, "category", active) if c],
+        "users": [u for u in counts_in(scopes, "user_id", active) if u],
+        "agents": [a for a in counts_in(scopes, "agent_id", active) if a],
+        "categories": [c for c in counts_in(scopes, "category", active) if c],
     }
 
 
@@ -768,11 +751,11 @@ def browse(request: Request, principal: Principal) -> Response:
     mem = _memory(request)
     query = Query.parse(request.query_params.multi_items())
     f = query.filters(mem)
-    pairs = scope_pairs(mem, principal, query.user or None, query.agent or None)
-    total = count_in(mem, pairs, f)
+    scopes = spans(mem, principal, query.user or None, query.agent or None)
+    total = count_in(scopes, f)
     pages = max(1, math.ceil(total / PAGE_SIZE))
     query.page = min(query.page, pages)
-    records = list_in(mem, pairs, f, limit=PAGE_SIZE, offset=(query.page - 1) * PAGE_SIZE)
+    records = list_in(scopes, f, limit=PAGE_SIZE, offset=(query.page - 1) * PAGE_SIZE)
     return render(
         request,
         "browse.html",
