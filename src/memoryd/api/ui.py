@@ -46,9 +46,8 @@ from memoryd.errors import (
     ReadOnlyError,
 )
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, SearchHit, State
-from memoryd.scope import Scope
+from memoryd.scope import AgentFiles, Scope
 from memoryd.search.tiers import memory_type as tier_of
-from memoryd.workspace.layout import DREAMS_FILE
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
@@ -502,9 +501,9 @@ def dream_reports(memory: Memory, principal: Principal, *, per_agent: int = 3) -
     reports: list[DreamReport] = []
     for agent in memory.scope(principal).agents():
         try:
-            text = memory.scope(principal, agent_id=agent).files().read(DREAMS_FILE).text
+            text = memory.scope(principal, agent_id=agent).files().dreams().text
         except MemorydError as exc:  # e.g. a DREAMS.md symlinked out of the workspace
-            reports.append(DreamReport(agent, f"{DREAMS_FILE} cannot be read", [str(exc)]))
+            reports.append(DreamReport(agent, f"{AgentFiles.DREAMS} cannot be read", [str(exc)]))
             continue
         sections: list[DreamReport] = []
         for line in text.splitlines():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memoryd import wiki
 from memoryd.pipelines import commitments as follow_ups
@@ -22,7 +22,7 @@ from memoryd.pipelines.diary import DiaryResult, capture
 from memoryd.workspace.context import SessionContext, build_context
 from memoryd.workspace.files import FileSlice, memory_get
 from memoryd.workspace.indexer import IndexReport, index_workspace
-from memoryd.workspace.layout import Workspace
+from memoryd.workspace.layout import DREAMS_FILE, Workspace
 from memoryd.workspace.search import WorkspaceHit, memory_search
 from memoryd.workspace.sessions import FlushResult, SessionNote, flush, write_session_note
 from memoryd.workspace.status import workspace_status
@@ -37,6 +37,8 @@ class AgentFiles:
     workspace: Workspace
     user_id: str | None = None  # whose memories join the context (default: the owner's)
 
+    DREAMS: ClassVar[str] = DREAMS_FILE  # the dream reports people review (seed 002)
+
     @property
     def agent_id(self) -> str:
         return self.workspace.agent_id
@@ -44,6 +46,10 @@ class AgentFiles:
     def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> FileSlice:
         """Lines of a Markdown file of the workspace (empty text for a missing file)."""
         return memory_get(self.workspace, path, from_line, lines)
+
+    def dreams(self) -> FileSlice:
+        """``DREAMS.md``: the dream reports and backfilled review entries (empty if none)."""
+        return self.read(self.DREAMS)
 
     def search(self, query: str, **how: Any) -> list[WorkspaceHit]:
         """The agent's best chunk hits, with citations (``workspace.search``'s options)."""

@@ -1,0 +1,76 @@
+"""The faces (HTTP routes, dashboard, MCP tools, CLI) reach the engine through
+Scope/Memory and the shapes only: none imports the store, the pipelines or the
+workspace modules (issue 19). The few modules that must are listed with why."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "memoryd"
+FACES = ("api", "mcp", "cli")
+ENGINE = ("store", "pipelines", "workspace")  # memoryd.<these> and their modules
+
+#: face modules that may import the engine, and why
+ALLOWED = {
+    "api/app.py": "the composition root: starts the pipeline scheduler and the file watcher",
+    "cli/app.py": "`memoryd status` shows every workspace's status, not one scope's",
+    "cli/backup.py": "backup and restore copy the whole store",
+    "cli/store.py": "store maintenance (migrate) works on stores, not scopes",
+    "cli/pipelines.py": "operator commands: run pipelines, roll back dreams and backfills",
+    "cli/workspace.py": "operator commands: init, index and watch workspaces",
+}
+
+
+def _is_engine(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == "memoryd" and len(parts) > 1 and parts[1] in ENGINE
+
+
+def _engine_imports(path: Path) -> list[str]:
+    """Every engine module ``path`` imports, at the top or inside a function."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found += [n for n in names if _is_engine(n)]
+    return sorted(set(found))
+
+
+def test_faces_import_no_store_pipeline_or_workspace_module() -> None:
+    checked = 0
+    offenders = {}
+    for face in FACES:
+        for path in sorted((SRC / face).glob("*.py")):
+            rel = path.relative_to(SRC).as_posix()
+            if rel in ALLOWED:
+                continue
+            checked += 1
+            if imports := _engine_imports(path):
+                offenders[rel] = imports
+    assert checked >= 15  # the routes, the dashboard, the MCP tools, the CLI's memory commands
+    assert offenders == {}, "go through memory.scope(...) / scope.files() and the shapes"
+
+
+def test_the_allowed_list_names_modules_that_exist_and_need_it() -> None:
+    for rel in ALLOWED:
+        assert _engine_imports(SRC / rel), f"{rel} imports no engine module: drop it from ALLOWED"
+
+
+def test_the_check_sees_both_import_forms(tmp_path: Path) -> None:
+    sample = tmp_path / "face.py"
+    sample.write_text(
+        "from memoryd import pipelines\nimport memoryd.store.sql\n"
+        "def f():\n    from memoryd.workspace.layout import DREAMS_FILE\n"
+        "from memoryd.scope import Scope\nfrom memoryd import wiki\n"
+    )
+    assert _engine_imports(sample) == [
+        "memoryd.pipelines",
+        "memoryd.store.sql",
+        "memoryd.workspace.layout",
+        "memoryd.workspace.layout.DREAMS_FILE",
+    ]
