@@ -18,7 +18,7 @@ ALLOWED = {
     "cli/backup.py": "backup and restore copy the whole store",
     "cli/store.py": "store maintenance (migrate) works on stores, not scopes",
     "cli/pipelines.py": "operator commands: run pipelines, roll back dreams and backfills",
-    "cli/workspace.py": "operator commands: init, index and watch workspaces",
+    "cli/workspace.py": "operator commands: init and index workspaces",
 }
 
 

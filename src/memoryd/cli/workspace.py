@@ -1,6 +1,8 @@
 """Workspace commands: ``init``, ``index``, ``context``, ``memory-get``,
 ``memory-search``, ``session-end``, ``flush``. Registered on the main CLI by
-:func:`register`; each one is thin and calls :mod:`memoryd.workspace`."""
+:func:`register`. ``init`` and ``index`` set up and index workspaces (operator
+commands, on :mod:`memoryd.workspace`); the others are one agent's files, through
+``scope.files()`` (:func:`memoryd.cli.common.agent_files`) as every face."""
 
 from __future__ import annotations
 
@@ -13,16 +15,21 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from memoryd.cli.common import AgentReq, JsonOpt, console, err, open_memory, print_json
+from memoryd.cli.common import (
+    AgentReq,
+    JsonOpt,
+    agent_files,
+    console,
+    err,
+    open_memory,
+    print_json,
+)
 from memoryd.errors import InvalidInputError
+from memoryd.scope import AgentFiles
 from memoryd.workspace import register_workspace, resolve_workspace
 from memoryd.workspace.bootstrap import init_workspace
-from memoryd.workspace.context import build_context
-from memoryd.workspace.files import memory_get
 from memoryd.workspace.indexer import IndexReport, index_workspace
 from memoryd.workspace.layout import known_agents
-from memoryd.workspace.search import memory_search
-from memoryd.workspace.sessions import flush, write_session_note
 
 
 def register(app: typer.Typer) -> None:
@@ -135,24 +142,23 @@ def context(
     """Print the session-start context: identity, MEMORY.md, today's and yesterday's diary."""
 
     with open_memory() as mem:
-        ws = resolve_workspace(mem.settings, agent, mem.store)
-        ctx = build_context(mem, ws, query=query, budget=budget, user_id=user)
+        ctx = agent_files(mem, agent).context(query, budget, user_id=user)
     if as_json:
         print_json(ctx.to_json())
         return
     sys.stdout.write(ctx.text)
 
 
-def _existing_workspace(mem: Any, agent: str) -> Any:
-    """The agent's workspace, or a clear error when there is none (a typo in --agent
+def _existing_files(mem: Any, agent: str) -> AgentFiles:
+    """The agent's files, or a clear error when it has no workspace (a typo in --agent
     would otherwise read an empty directory and print nothing)."""
-    ws = resolve_workspace(mem.settings, agent, mem.store)
-    if not ws.root.is_dir():
+    files = agent_files(mem, agent)
+    if not files.workspace.root.is_dir():
         raise InvalidInputError(
-            f"agent {agent!r} has no workspace (looked in {ws.root})",
+            f"agent {agent!r} has no workspace (looked in {files.workspace.root})",
             f"check --agent (memoryd status lists them), or create it: memoryd init --agent {agent}",
         )
-    return ws
+    return files
 
 
 def memory_get_command(
@@ -165,8 +171,7 @@ def memory_get_command(
     """Read lines of a workspace memory file (empty for a missing file)."""
 
     with open_memory() as mem:
-        ws = _existing_workspace(mem, agent)
-        got = memory_get(ws, path, from_line, lines)
+        got = _existing_files(mem, agent).read(path, from_line, lines)
     if as_json:
         print_json(got.to_json())
         return
@@ -184,9 +189,9 @@ def memory_search_command(
     """Search the agent's workspace files: hits cite path#Lx-Ly for memory-get."""
 
     with open_memory() as mem:
-        ws = _existing_workspace(mem, agent)
-        hits = memory_search(mem, ws, query, max_results=max_results, min_score=min_score, mmr=mmr)
-        chars = ws.settings.snippet_chars
+        files = _existing_files(mem, agent)
+        hits = files.search(query, max_results=max_results, min_score=min_score, mmr=mmr)
+        chars = files.workspace.settings.snippet_chars
     if as_json:
         print_json({"results": [h.to_json(chars) for h in hits]})
         return
@@ -240,12 +245,12 @@ def session_end(
     """Write the end of a session to memory/YYYY-MM-DD-<slug>.md and index it."""
 
     with open_memory() as mem:
-        ws = resolve_workspace(mem.settings, agent, mem.store)
+        files = agent_files(mem, agent)
         try:
             items = _read_messages(transcript)
         except OSError as exc:
             raise InvalidInputError(f"cannot read {transcript}: {exc}", "check the path") from None
-        note = write_session_note(mem, ws, items, session_id=session_id, limit=messages)
+        note = files.session_end(items, session_id=session_id, limit=messages)
     if as_json:
         print_json(note.to_json())
         return
@@ -260,8 +265,7 @@ def flush_command(
     """Append durable notes to today's diary (before the agent compacts its context)."""
 
     with open_memory() as mem:
-        ws = resolve_workspace(mem.settings, agent, mem.store)
-        result = flush(mem, ws, notes)
+        result = agent_files(mem, agent).flush(notes)
     if as_json:
         print_json(result.to_json())
         return
