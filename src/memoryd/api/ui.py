@@ -798,7 +798,7 @@ def _memory_view(
         "memory.html",
         {
             "record": record,
-            "timeline": timeline(mem.store.history(record.id)),
+            "timeline": timeline(mem.history(record.id)),
             "lines": source_lines(mem, principal, record),
             "notice": NOTICES.get(request.query_params.get("notice", "")),
             "error": error,

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from memoryd.access import LOCAL
 from memoryd.cli.common import AgentReq, JsonOpt, console, err, open_memory, print_json
 
 dream_app = typer.Typer(help="The nightly dream: undo a run.", no_args_is_help=True)
@@ -200,10 +201,8 @@ def pipelines_command(
     as_json: JsonOpt = False,
 ) -> None:
     """The pipelines, their schedules, next and last runs, and recent runs."""
-    from memoryd.pipelines.status import pipelines_status
-
     with open_memory() as mem:
-        status = pipelines_status(mem, name=name, limit=limit)
+        status = mem.scope(LOCAL).pipelines(name=name, limit=limit)  # all of it: an admin's view
     if as_json:
         print_json(status)
         return
