@@ -150,7 +150,7 @@ class Commitments(BaseModel):
 
 class SkippedFileOut(BaseModel):
     path: str
-    reason: str
+    reason: str | None  # always given today; the indexer's record allows none
 
 
 class IndexOut(BaseModel):
