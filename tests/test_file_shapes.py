@@ -74,8 +74,10 @@ def test_the_wire_is_what_the_engine_writes(
             params={"agent_id": "dev", "path": "memory/2026-03-27.md", "from": 2, "lines": 3},
         ).json()
         status = httpx.get(f"{url}/v1/workspaces").json()
+        context = httpx.get(f"{url}/v1/context", params={"agent_id": "dev", "query": "editor"})
     hits = files.search("dark mode editor")
     assert hits
     assert found == {"results": [h.to_json(files.workspace.settings.snippet_chars) for h in hits]}
     assert got == files.read("memory/2026-03-27.md", 2, 3).to_json()
     assert status == {"results": [files.status()]}
+    assert context.json() == files.context("editor").to_json()
