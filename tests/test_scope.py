@@ -169,6 +169,36 @@ def test_spans_split_a_key_into_the_scopes_it_covers(memory: Memory) -> None:
         memory.scope(two, "c").spans()
 
 
+def test_counts_and_pages_stay_in_the_scope(memory: Memory, tenants: dict[str, str]) -> None:
+    given = Filters(origins=[Origin.API])
+    dev = memory.scope(DEV_ONLY, "alice", "dev")
+    assert dev.count(given) == 1 and dev.count(given, by="agent_id") == {"dev": 1}
+    assert [r.id for r in dev.page(given)] == [tenants["own"]]
+    alice = memory.scope(LOCAL, "alice")
+    assert alice.count(given, by="agent_id") == {"dev": 1, "ops": 2}
+    assert [r.id for r in alice.page(given, limit=1, oldest_first=True)] == [tenants["own"]]
+    with pytest.raises(PermissionDeniedError):
+        memory.scope(DEV_ONLY, "bob").count(given)
+
+
+def test_pipeline_runs_show_notes_to_admin_keys_only(memory: Memory) -> None:
+    run = {"name": "dream", "status": "ok", "notes": ["alice said her pager rota"]}
+    memory.store.kv_set(
+        "pipelines:runs",
+        [
+            {**run, "run_id": "d1", "agent": "ops", "started_at": "2026-03-28T01:00:00+00:00"},
+            {**run, "run_id": "d2", "agent": "dev", "started_at": "2026-03-28T02:00:00+00:00"},
+        ],
+    )
+    runs = memory.scope(LOCAL).pipelines()["runs"]
+    assert [(r["run_id"], r["notes"]) for r in runs] == [("d2", run["notes"]), ("d1", run["notes"])]
+    owners_key = Principal(name="k", users=[memory.settings.workspace.user_id], agents=["dev"])
+    status = memory.scope(owners_key).pipelines()
+    assert [(r["run_id"], r["notes"]) for r in status["runs"]] == [("d2", [])]
+    (dream,) = [p for p in status["pipelines"] if p["name"] == "dream"]
+    assert dream["last_run"]["run_id"] == "d2" and dream["last_run"]["notes"] == []
+
+
 # -- every face, the same ------------------------------------------------------------------------
 @pytest.fixture
 def served(
