@@ -17,6 +17,8 @@ all here:
   as the agent (the agent reads its own files, whichever user it serves).
 - **search**: the scope's memories and shared pool and, when the scope's user is
   not the workspace owner, the agent's own file chunks too (owner-chunk rule).
+- **pipelines**: a run's notes and errors can quote memory text, so only an admin
+  key sees them; another key sees the runs of the agents whose files it may use.
 
 Operations answer in :mod:`memoryd.shapes`, the same models for every face.
 """
