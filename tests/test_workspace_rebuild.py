@@ -105,7 +105,10 @@ def test_model_change_rebuilds_with_no_failing_or_mixed_window(
     started = time.monotonic()
     count = rebuilder.reindex(progress)
     swapped_at = time.monotonic()
-    time.sleep(0.3)  # let the readers see the swapped store too
+    deadline = time.monotonic() + 30  # let the readers see the swapped store too
+    while not any(s[0] > swapped_at + 0.1 for s in searches) and time.monotonic() < deadline:
+        time.sleep(0.05)  # a loaded machine may take longer than a fixed pause
+    time.sleep(0.1)
     stop.set()
     for t in threads:
         t.join()
