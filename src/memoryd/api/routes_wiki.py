@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
 from memoryd import wiki
 from memoryd.api.auth import Principal, principal
-from memoryd.api.routes_workspace import _files, _memory
+from memoryd.api.routes_workspace import on_files
 from memoryd.file_shapes import CompileOut, WikiApplied, WikiHits, WikiPage, WikiProblems
+from memoryd.scope import AgentFiles
 
 router = APIRouter(prefix="/v1/wiki", tags=["wiki"])
 
@@ -32,12 +32,9 @@ async def compile_vault(
     request: Request, body: CompileBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """Compile the agent's durable memory into ``wiki/`` (only changed files are written)."""
-    mem = _memory(request)
-
-    def run() -> dict[str, Any]:
-        return _files(mem, p, body.agent_id).wiki_compile(dry_run=body.dry_run).to_json()
-
-    return await run_in_threadpool(run)
+    return await on_files(
+        request, p, body.agent_id, lambda files: files.wiki_compile(dry_run=body.dry_run).to_json()
+    )
 
 
 @router.get("/search", response_model=WikiHits)
@@ -49,12 +46,9 @@ async def search(
     p: Principal = Depends(principal),
 ) -> dict[str, Any]:
     """Claims matching ``q``, best first, each with its page, status and evidence."""
-    mem = _memory(request)
-
-    def run() -> dict[str, Any]:
-        return {"results": _files(mem, p, agent_id).wiki_search(q, limit)}
-
-    return await run_in_threadpool(run)
+    return await on_files(
+        request, p, agent_id, lambda files: {"results": files.wiki_search(q, limit)}
+    )
 
 
 @router.get("/pages/{page}", response_model=WikiPage)
@@ -62,12 +56,7 @@ async def get_page(
     request: Request, page: str, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """One page (by title, or by the id of one of its claims): its claims and its Markdown."""
-    mem = _memory(request)
-
-    def run() -> dict[str, Any]:
-        return {"result": _files(mem, p, agent_id).wiki_get(page)}
-
-    return await run_in_threadpool(run)
+    return await on_files(request, p, agent_id, lambda files: {"result": files.wiki_get(page)})
 
 
 class ApplyBody(BaseModel):
@@ -89,17 +78,16 @@ async def apply_edit(
     request: Request, body: ApplyBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """A structured edit: add a claim with evidence that resolves, or retire a claim."""
-    mem = _memory(request)
     edit = wiki.Edit.of(
         body.op, page=body.page, text=body.text, evidence=body.evidence,
         confidence=body.confidence, claim=body.claim_id, status=body.status, reason=body.reason,
     )  # fmt: skip
 
-    def run() -> dict[str, Any]:
-        claim, report = _files(mem, p, body.agent_id).wiki_apply(edit)
+    def run(files: AgentFiles) -> dict[str, Any]:
+        claim, report = files.wiki_apply(edit)
         return {"claim": claim.to_json() if claim else None, "compile": report.to_json()}
 
-    return await run_in_threadpool(run)
+    return await on_files(request, p, body.agent_id, run)
 
 
 @router.get("/lint", response_model=WikiProblems)
@@ -107,9 +95,4 @@ async def lint(
     request: Request, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """Broken links, claims without evidence, contradictions, stale and orphan pages."""
-    mem = _memory(request)
-
-    def run() -> dict[str, Any]:
-        return {"problems": _files(mem, p, agent_id).wiki_lint()}
-
-    return await run_in_threadpool(run)
+    return await on_files(request, p, agent_id, lambda files: {"problems": files.wiki_lint()})

@@ -8,6 +8,7 @@ workspace, which checks the caller's key, before touching a file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -44,6 +45,15 @@ def _files(mem: Memory, p: Principal, agent_id: str) -> AgentFiles:
     return mem.scope(p, agent_id=agent_id).files()
 
 
+async def on_files(
+    request: Request, p: Principal, agent_id: str, op: Callable[[AgentFiles], Any]
+) -> Any:
+    """``op`` on the agent's files (:meth:`Scope.files` checks the key), in the thread
+    pool: file, model and store work must not hold up the event loop."""
+    mem = _memory(request)
+    return await run_in_threadpool(lambda: op(_files(mem, p, agent_id)))
+
+
 @router.get("/memory_get", response_model=FileSliceOut)
 @router.get("/memory/get", include_in_schema=False, response_model=FileSliceOut)
 async def get_file(
@@ -55,12 +65,9 @@ async def get_file(
     p: Principal = Depends(principal),
 ) -> dict[str, Any]:
     """Lines of a workspace memory file; empty text when the file does not exist."""
-    mem = _memory(request)
-
-    def run() -> dict[str, Any]:
-        return _files(mem, p, agent_id).read(path, from_line, lines).to_json()
-
-    return await run_in_threadpool(run)
+    return await on_files(
+        request, p, agent_id, lambda files: files.read(path, from_line, lines).to_json()
+    )
 
 
 class SearchBody(BaseModel):
@@ -81,10 +88,8 @@ async def search_files(
     request: Request, body: SearchBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """Hybrid search over the agent's workspace chunks; hits cite ``path#Lx-Ly``."""
-    mem = _memory(request)
 
-    def run() -> dict[str, Any]:
-        files = _files(mem, p, body.agent_id)
+    def run(files: AgentFiles) -> dict[str, Any]:
         hits = files.search(
             body.query,
             max_results=body.max_results,
@@ -94,7 +99,7 @@ async def search_files(
         )
         return {"results": [h.to_json(files.workspace.settings.snippet_chars) for h in hits]}
 
-    return await run_in_threadpool(run)
+    return await on_files(request, p, body.agent_id, run)
 
 
 @router.get("/context", response_model=ContextOut)
@@ -108,15 +113,13 @@ async def session_context(
 ) -> dict[str, Any]:
     """Session-start context: identity files, MEMORY.md, today's and yesterday's diary,
     and the memories most relevant to ``query``, within ``budget`` characters."""
-    mem = _memory(request)
 
-    def run() -> dict[str, Any]:
-        files = _files(mem, p, agent_id)
+    def run(files: AgentFiles) -> dict[str, Any]:
         if user_id is not None:
-            mem.scope(p, user_id, agent_id).check()
+            _memory(request).scope(p, user_id, agent_id).check()
         return files.context(query, budget, user_id=user_id).to_json()
 
-    return await run_in_threadpool(run)
+    return await on_files(request, p, agent_id, run)
 
 
 class SessionEndBody(BaseModel):
@@ -133,15 +136,14 @@ async def session_end(
     request: Request, body: SessionEndBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """Write the session's last messages to ``memory/YYYY-MM-DD-<slug>.md`` and index it."""
-    mem = _memory(request)
 
-    def run() -> dict[str, Any]:
-        note = _files(mem, p, body.agent_id).session_end(  # the LLM (if any) names the file
+    def run(files: AgentFiles) -> dict[str, Any]:
+        note = files.session_end(  # the LLM (if any) names the file
             body.messages, session_id=body.session_id, limit=body.limit
         )
         return note.to_json()
 
-    return await run_in_threadpool(run)
+    return await on_files(request, p, body.agent_id, run)
 
 
 class FlushBody(BaseModel):
@@ -164,12 +166,12 @@ async def flush_notes(
 ) -> dict[str, Any]:
     """Append durable notes to today's diary before the agent compacts its context
     (``notes``), or what of the compacted ``messages`` the diary lacks."""
-    mem = _memory(request)
-
-    def run() -> dict[str, Any]:
-        return _files(mem, p, body.agent_id).flush(body.notes, messages=body.messages).to_json()
-
-    return await run_in_threadpool(run)
+    return await on_files(
+        request,
+        p,
+        body.agent_id,
+        lambda files: files.flush(body.notes, messages=body.messages).to_json(),
+    )
 
 
 class BackfillBody(BaseModel):
@@ -189,22 +191,17 @@ async def rem_backfill(
 ) -> dict[str, Any]:
     """Replay old daily files as standalone days into DREAMS.md (grounded review entries),
     optionally staging the candidates as short-term memory; or undo what backfills added."""
-    mem = _memory(request)
 
-    def run() -> dict[str, Any]:
-        return (
-            _files(mem, p, body.agent_id)
-            .backfill(
-                path=body.path,
-                stage_short_term=body.stage_short_term,
-                rollback=body.rollback,
-                rollback_short_term=body.rollback_short_term,
-                dry_run=body.dry_run,
-            )
-            .to_json()
-        )
+    def run(files: AgentFiles) -> dict[str, Any]:
+        return files.backfill(
+            path=body.path,
+            stage_short_term=body.stage_short_term,
+            rollback=body.rollback,
+            rollback_short_term=body.rollback_short_term,
+            dry_run=body.dry_run,
+        ).to_json()
 
-    return await run_in_threadpool(run)
+    return await on_files(request, p, body.agent_id, run)
 
 
 @router.get("/commitments/due", response_model=Commitments)
@@ -216,13 +213,12 @@ async def commitments_due(
 ) -> dict[str, Any]:
     """The agent's inferred follow-ups that are due now (in ``channel``), marked delivered:
     call it from the agent's heartbeat."""
-    mem = _memory(request)
 
-    def run() -> dict[str, Any]:
-        due = _files(mem, p, agent_id).commitments(due=True, channel=channel)
+    def run(files: AgentFiles) -> dict[str, Any]:
+        due = files.commitments(due=True, channel=channel)
         return {"results": [c.to_json() for c in due]}
 
-    return await run_in_threadpool(run)
+    return await on_files(request, p, agent_id, run)
 
 
 @router.get("/commitments", response_model=Commitments)
@@ -233,13 +229,12 @@ async def commitments_list(
     p: Principal = Depends(principal),
 ) -> dict[str, Any]:
     """Every commitment of the agent (pending, delivered, done, expired), by due time."""
-    mem = _memory(request)
 
-    def run() -> dict[str, Any]:
-        listed = _files(mem, p, agent_id).commitments(status=status)
+    def run(files: AgentFiles) -> dict[str, Any]:
+        listed = files.commitments(status=status)
         return {"results": [c.to_json() for c in listed]}
 
-    return await run_in_threadpool(run)
+    return await on_files(request, p, agent_id, run)
 
 
 @router.post("/commitments/{commitment_id}/done", response_model=CommitmentOut)
@@ -247,12 +242,9 @@ async def commitment_done(
     request: Request, commitment_id: str, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """Close a delivered (or pending) commitment."""
-    mem = _memory(request)
-
-    def run() -> dict[str, Any]:
-        return _files(mem, p, agent_id).close_commitment(commitment_id).to_json()
-
-    return await run_in_threadpool(run)
+    return await on_files(
+        request, p, agent_id, lambda files: files.close_commitment(commitment_id).to_json()
+    )
 
 
 class IndexBody(BaseModel):
@@ -267,12 +259,9 @@ async def index_files(
     request: Request, body: IndexBody, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """Index the agent's workspace now (the watcher does this on its own under ``serve``)."""
-    mem = _memory(request)
-
-    def run() -> dict[str, Any]:
-        return _files(mem, p, body.agent_id).index(force=body.force).to_json()
-
-    return await run_in_threadpool(run)
+    return await on_files(
+        request, p, body.agent_id, lambda files: files.index(force=body.force).to_json()
+    )
 
 
 @router.get("/workspaces", response_model=Workspaces)
