@@ -402,6 +402,8 @@ class VectorIndex:
 
     def _top_rows(self, scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
         """The (unordered) rows of the ``k`` best ``scores`` within ``mask``."""
+        if k < scores.shape[0] and np.count_nonzero(mask) == scores.shape[0]:
+            return np.argpartition(-scores, k - 1)[:k]  # every row: no gather
         allowed = np.flatnonzero(mask)
         scores = scores[allowed]
         if k >= scores.shape[0]:
@@ -417,11 +419,16 @@ class VectorIndex:
         n = len(self.ids)
         if n == 0 or k <= 0:
             return []
-        scores = self.keywords.scores(query, n, mask)
-        if scores is None:
+        if mask is not None and np.count_nonzero(mask) == len(self._row):
+            mask = None  # every live row: BM25's corpus statistics are kept, not counted
+        found = self.keywords.scored(query, n, mask)
+        if found is None:
             return []
-        mask = self._alive[:n] if mask is None else mask
-        return self._top(scores, mask & (scores > 0), k, normalise=True)
+        rows, scores = found  # the matched rows in scope, ascending
+        if k < rows.size:
+            best = np.argpartition(-scores, k - 1)[:k]
+            rows, scores = rows[best], scores[best]
+        return self._ranked(rows, scores, k, normalise=True)
 
     def _top(
         self, scores: np.ndarray, mask: np.ndarray, k: int, normalise: bool
