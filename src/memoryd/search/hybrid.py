@@ -51,8 +51,10 @@ def fuse(
                 raw += settings.vector_weight / (k + 1 + vrank[i])
             if i in krank:
                 raw += settings.keyword_weight / (k + 1 + krank[i])
-            parts = _parts(
-                vector_hits.get(i, 0.0), keyword_hits.get(i, 0.0), raw / best if best else 0.0
+            parts = ScoreParts(
+                vector=vector_hits.get(i, 0.0),
+                keyword=keyword_hits.get(i, 0.0),
+                fused=raw / best if best else 0.0,
             )
             out.append(Candidate(i, parts))
     else:
@@ -64,16 +66,11 @@ def fuse(
         total = (wv + wk) or 1.0
         for i in ids:
             v, kw = vector_hits.get(i, 0.0), keyword_hits.get(i, 0.0)
-            out.append(Candidate(i, _parts(v, kw, (wv * v + wk * kw) / total)))
+            out.append(
+                Candidate(i, ScoreParts(vector=v, keyword=kw, fused=(wv * v + wk * kw) / total))
+            )
     out.sort(key=lambda c: -c.parts.fused)
     return out
-
-
-def _parts(vector: float, keyword: float, fused: float) -> ScoreParts:
-    """``ScoreParts(vector=..., keyword=..., fused=...)`` without validation: the stores
-    return floats, and a search builds one per candidate (~80), which validation made
-    a measurable part of it."""
-    return ScoreParts.model_construct(vector=vector, keyword=keyword, fused=fused)
 
 
 def hybrid_candidates(
