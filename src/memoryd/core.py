@@ -912,18 +912,15 @@ class Memory:
             final = parts.fused if weight is None else blend(parts.fused, weight, s)
             ranked.append((final, place, weight, parts, c.id))
         ranked.sort(key=lambda t: (-t[0], t[1]))
-        read: dict[str, MemoryRecord] = {}
         if neighbours and ranked:
-            ranked, read = self._lift_neighbours(ranked, top_k, s.neighbour_boost)
+            ranked = self._lift_neighbours(ranked, top_k, s.neighbour_boost)
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
         done = 0
         while done < len(ranked) and len(found) < top_k:
             batch = ranked[done : done + top_k - len(found) + 2]
             done += len(batch)
-            missing = [t[4] for t in batch if t[4] not in read]
-            got = {r.id: r for r in self.store.get_many(missing)} if missing else {}
-            got.update((t[4], read[t[4]]) for t in batch if t[4] in read)
+            got = {r.id: r for r in self.store.get_many([t[4] for t in batch])}
             for final, _, weight, parts, mid in batch:
                 rec = got.get(mid)
                 if rec is None or rec.hash in seen:  # each text once
@@ -951,36 +948,34 @@ class Memory:
         ranked: builtins.list[tuple[float, int, float | None, ScoreParts, str]],
         top_k: int,
         boost: float,
-    ) -> tuple[
-        builtins.list[tuple[float, int, float | None, ScoreParts, str]], dict[str, MemoryRecord]
-    ]:
+    ) -> builtins.list[tuple[float, int, float | None, ScoreParts, str]]:
         """Lift a conversation turn whose neighbours (within :data:`NEIGHBOUR_SPAN` turns of
         the same conversation) rank high too: ``boost`` x the best of their scores.
 
         An answer is often spread over adjacent turns (a question and its reply, a story
         told over three messages); a turn near other matching turns is more likely the
         one asked about. Only the best ``NEIGHBOUR_POOL_PER_HIT`` x ``top_k`` candidates
-        are read (their records are reused for the hits). On LoCoMo (messages path,
-        1,536 questions) evidence recall@10 0.746 -> 0.762, held-out conversations
-        0.723 -> 0.743. A conversation is a session of ``add(messages=...)`` calls, or a
+        are looked at, from their conversation columns (``Store.turn_rows``). On LoCoMo
+        (messages path, 1,536 questions) evidence recall@10 0.746 -> 0.762, held-out
+        conversations 0.723 -> 0.743. A conversation is a session of ``add(messages=...)`` calls, or a
         diary file (its turn chunks). Memories without a turn position (facts, notes,
         API texts) are neither lifted nor lift others."""
         pool = ranked[: max(top_k * NEIGHBOUR_POOL_PER_HIT, 20)]
-        read = {r.id: r for r in self.store.get_many([t[4] for t in pool])}
+        rows = self.store.turn_rows([t[4] for t in pool])  # not whole records: most go unused
         place: dict[str, tuple[tuple[Any, ...], int]] = {}
         best: dict[tuple[tuple[Any, ...], int], float] = {}
         for final, _, _, _, mid in pool:
-            rec = read.get(mid)
-            turn = rec.metadata.get("turn") if rec is not None else None
-            if rec is None or not isinstance(turn, int) or isinstance(turn, bool):
+            row = rows.get(mid)
+            turn = row.metadata.get("turn") if row is not None else None
+            if row is None or not isinstance(turn, int) or isinstance(turn, bool):
                 continue
-            where = rec.source.path if rec.source is not None else None  # a diary's turns
-            session = rec.metadata.get("session")  # any JSON: compared as its text
-            thread = (rec.user_id, rec.agent_id, rec.run_id, str(session), where)
+            session = row.metadata.get("session")  # any JSON: compared as its text
+            # a diary's turns are told apart by their file
+            thread = (row.user_id, row.agent_id, row.run_id, str(session), row.source_path)
             place[mid] = (thread, turn)
             best[(thread, turn)] = max(best.get((thread, turn), 0.0), final)
         if len(place) < 2:
-            return ranked, read
+            return ranked
         lifted = []
         for final, order, weight, parts, mid in pool:
             if mid in place:
@@ -999,7 +994,7 @@ class Memory:
                     final = min(1.0, final + extra)
             lifted.append((final, order, weight, parts, mid))
         lifted.sort(key=lambda t: (-t[0], t[1]))
-        return lifted + ranked[len(pool) :], read
+        return lifted + ranked[len(pool) :]
 
     def search_combined(
         self,
