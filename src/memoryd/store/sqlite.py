@@ -33,7 +33,7 @@ from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
 from memoryd.store import register_store, snapshot
 from memoryd.store.sql import Connection, Dialect, SQLStore
-from memoryd.store.vectors import VectorIndex
+from memoryd.store.vectors import VectorIndex, headroom
 
 log = logging.getLogger(__name__)
 APP_ID = 0x4D454D44  # "MEMD", in the SQLite header: marks the file as ours
@@ -456,7 +456,7 @@ class SQLiteStore(SQLStore):
         ).fetchone()
         dim = int(dim_row[0]) // 4 if dim_row else int(self.get_meta("embed_dim") or 384)
         count = self._db.execute("SELECT count(*) FROM memories").fetchone()[0]
-        index = VectorIndex(dim, capacity=max(1024, int(count * 1.25)))
+        index = VectorIndex(dim, capacity=headroom(count))
         cursor = self._db.execute(f"SELECT {_INDEX_COLUMNS} FROM memories WHERE state != 'deleted'")
         while rows := cursor.fetchmany(10_000):  # bounded: a full fetch doubles peak memory
             (ids, users, agents, runs, cats, origins, states, created, events, evergreen,
