@@ -274,6 +274,7 @@ class SQLiteStore(SQLStore):
         self._retry_locked(self._migrate)
         self._index: VectorIndex | None = None
         self._seen_seq = 0
+        self._synced_at: tuple[int, int] | None = None  # see _sync_index
 
     # -- lifecycle -----------------------------------------------------------------------
     def _check_is_ours(self) -> None:
@@ -430,7 +431,20 @@ class SQLiteStore(SQLStore):
         return mask
 
     def _sync_index(self) -> VectorIndex:
-        """Bring the in-memory matrix up to date with every committed write."""
+        """Bring the in-memory matrix up to date with every committed write.
+
+        A hybrid search asks four or five times; when no other connection has committed
+        (``PRAGMA data_version``) and this one has written nothing (``total_changes``)
+        since the last look, the index is current without reading the change log."""
+        with self._lock:
+            stamp = (self._db.total_changes, self._db.execute("PRAGMA data_version").fetchone()[0])
+            if self._index is not None and stamp == self._synced_at:
+                return self._index
+            index = self._catch_up()
+            self._synced_at = stamp  # read before catching up: a later write changes it
+            return index
+
+    def _catch_up(self) -> VectorIndex:
         with self._lock:
             if self._index is None and not self._load_snapshot():
                 return self._load_index()
