@@ -485,3 +485,25 @@ def test_rank_facts_are_the_records_own_and_follow_every_write(store: Store) -> 
     store.update(changed)
     assert store.rank_facts(["m1"]) == {"m1": facts_of(changed)}
     assert store.rank_facts([]) == {}
+
+
+def test_turn_rows_are_the_records_conversation_columns(store: Store) -> None:
+    """Search reads a candidate's place in a conversation (scope, metadata, source file)
+    and its text through turn_rows instead of whole records: it must say what the record says."""
+    store.add(
+        [
+            rec(1, "a turn", agent_id="bot", run_id="r1", metadata={"turn": 3, "session": "s"}),
+            rec(2, "a diary turn", metadata={"turn": 1}, source=Source(path="memory/d.md")),
+            rec(3, "no turn at all"),
+        ]
+    )
+    got = store.turn_rows(["m1", "m2", "m3", "missing"])
+    assert set(got) == {"m1", "m2", "m3"}
+    for mid, row in got.items():
+        r = store.get(mid)
+        assert r is not None
+        path = r.source.path if r.source is not None else None
+        assert row == (r.user_id, r.agent_id, r.run_id, r.metadata, path, r.text)
+    assert got["m1"].metadata == {"turn": 3, "session": "s"} and got["m1"].run_id == "r1"
+    assert got["m2"].source_path == "memory/d.md" and got["m3"].source_path is None
+    assert store.turn_rows([]) == {}

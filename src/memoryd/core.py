@@ -928,20 +928,17 @@ class Memory:
             final = parts.fused if weight is None else blend(parts.fused, weight, s)
             ranked.append((final, place, weight, parts, c.id))
         ranked.sort(key=lambda t: (-t[0], t[1]))
-        read: dict[str, MemoryRecord] = {}
         if turns_first and ranked:
             pool = ranked[: turn_rank.pool_size(top_k)]
-            read = {r.id: r for r in self.store.get_many([t[4] for t in pool])}
-            ranked = turn_rank.rerank(pool, read, s) + ranked[len(pool) :]
+            rows = self.store.turn_rows([t[4] for t in pool])  # not whole records: most go unused
+            ranked = turn_rank.rerank(pool, rows, s) + ranked[len(pool) :]
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
         done = 0
         while done < len(ranked) and len(found) < top_k:
             batch = ranked[done : done + top_k - len(found) + 2]
             done += len(batch)
-            missing = [t[4] for t in batch if t[4] not in read]
-            got = {r.id: r for r in self.store.get_many(missing)} if missing else {}
-            got.update((t[4], read[t[4]]) for t in batch if t[4] in read)
+            got = {r.id: r for r in self.store.get_many([t[4] for t in batch])}
             for final, _, weight, parts, mid in batch:
                 rec = got.get(mid)
                 if rec is None or rec.hash in seen:  # each text once

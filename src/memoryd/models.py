@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -91,6 +91,19 @@ class MemoryRecord(BaseModel):
     def index_text(self) -> str:
         """The text that is embedded and keyword-indexed."""
         return f"{self.context}\n{self.text}" if self.context else self.text
+
+
+class TurnRow(NamedTuple):
+    """The columns of a record that place it in a conversation (see
+    :mod:`memoryd.search.turns`): its scope, its metadata (``turn``, ``session``), the
+    file it was read from (a diary's turns) and its text (what the turn says)."""
+
+    user_id: str
+    agent_id: str | None
+    run_id: str | None
+    metadata: dict[str, Any]
+    source_path: str | None
+    text: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,9 @@
 A conversation turn is a memory with a place in its conversation
 (``metadata.turn``: the messages path counts them across ``add(messages=...)``
 calls of a session, a diary counts the turn chunks of its file). Among the best
-candidates (``POOL_PER_HIT`` x ``top_k``, records read once and reused for the
-hits), two things a ranking by text similarity misses are scored:
+candidates (``POOL_PER_HIT`` x ``top_k``, their conversation columns read with
+``Store.turn_rows``, not whole records), two things a ranking by text similarity
+misses are scored:
 
 * **neighbours** (``search.neighbour_boost``): an answer is often spread over
   adjacent turns (a question and its reply, a story told over three messages),
@@ -28,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from memoryd.models import MemoryRecord, ScoreParts
+from memoryd.models import ScoreParts, TurnRow
 from memoryd.search.text import word_count
 from memoryd.settings import SearchSettings
 
@@ -53,14 +54,14 @@ def pool_size(top_k: int) -> int:
     return max(top_k * POOL_PER_HIT, 20)
 
 
-def place_of(rec: MemoryRecord) -> Place | None:
+def place_of(row: TurnRow) -> Place | None:
     """The conversation a turn belongs to and its position there; ``None`` if not a turn."""
-    turn = rec.metadata.get("turn")
+    turn = row.metadata.get("turn")
     if not isinstance(turn, int) or isinstance(turn, bool):
         return None
-    where = rec.source.path if rec.source is not None else None  # a diary's turns
-    session = rec.metadata.get("session")  # any JSON: compared as its text
-    return (rec.user_id, rec.agent_id, rec.run_id, str(session), where), turn
+    session = row.metadata.get("session")  # any JSON: compared as its text
+    # a diary's turns are told apart by their file
+    return (row.user_id, row.agent_id, row.run_id, str(session), row.source_path), turn
 
 
 def prior(text: str, settings: SearchSettings) -> float:
@@ -71,16 +72,14 @@ def prior(text: str, settings: SearchSettings) -> float:
     return -(settings.short_turn_penalty * short + (settings.question_turn_penalty if asks else 0))
 
 
-def rerank(
-    pool: list[Ranked], records: dict[str, MemoryRecord], settings: SearchSettings
-) -> list[Ranked]:
+def rerank(pool: list[Ranked], rows: dict[str, TurnRow], settings: SearchSettings) -> list[Ranked]:
     """``pool`` (best first) with its turns lifted by their neighbours and lowered by
     their prior, best first again (ties keep the candidates' order)."""
     place: dict[str, Place] = {}
     best: dict[Place, float] = {}
     for final, _, _, _, mid in pool:
-        rec = records.get(mid)
-        where = place_of(rec) if rec is not None else None
+        row = rows.get(mid)
+        where = place_of(row) if row is not None else None
         if where is not None:
             place[mid] = where
             best[where] = max(best.get(where, 0.0), final)
@@ -102,7 +101,7 @@ def rerank(
             )
             if near > 0 and settings.neighbour_boost > 0:
                 update["neighbours"] = round(settings.neighbour_boost * near, 6)
-            said = prior(records[mid].text, settings)
+            said = prior(rows[mid].text, settings)
             if said < 0:
                 update["turn"] = round(said, 6)
             if update:

@@ -17,7 +17,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from memoryd.errors import InvalidInputError
-from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, RankFacts, State
+from memoryd.models import (
+    Event,
+    Filters,
+    HistoryEntry,
+    MemoryRecord,
+    RankFacts,
+    State,
+    TurnRow,
+)
 from memoryd.settings import StoreSettings
 
 
@@ -102,6 +110,11 @@ class Store(Protocol):
     def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
         """What ranking needs of each live record among ``ids`` (absent: deleted), read
         from the search index where the store keeps one, so no record is read."""
+        ...
+
+    def turn_rows(self, ids: Sequence[str]) -> dict[str, TurnRow]:
+        """The conversation columns of the given records (absent: no such record), read
+        without building whole records."""
         ...
 
     # -- embedding cache --------------------------------------------------------------

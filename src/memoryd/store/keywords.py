@@ -238,7 +238,8 @@ class KeywordIndex:
         term's document frequency count only the live rows it admits, so one user's
         memories never change another's ranking, and only those rows are scored.
         That is one gather of the mask per query term, and a sum over it. Without
-        one, every live row counts (and scores)."""
+        one, every live row counts (and scores): the same as a scope of every live
+        row, without the pass over the mask."""
         if scope is None:
             live, total_len = self._live, self._total_len
         else:
@@ -253,22 +254,15 @@ class KeywordIndex:
             if p is None:
                 continue
             rows, tfs = p.rows[: p.n], p.tfs[: p.n]
-            if scope is None:
-                # dead rows keep their postings until the next compaction: length 0
-                keep = self._lengths[rows] > 0
-                rows, tfs = (rows, tfs) if keep.all() else (rows[keep], tfs[keep])
-                df = rows.size
-                if df and rows[-1] >= n:  # rows added after the caller sized its view
-                    keep = rows < n
-                    rows, tfs = rows[keep], tfs[keep]
-            else:
-                if rows[-1] >= n:  # the scope is a view of n rows (dead ones are out of it)
-                    keep = rows < n
-                    rows, tfs = rows[keep], tfs[keep]
-                keep = scope[rows]
-                rows, tfs = (rows, tfs) if keep.all() else (rows[keep], tfs[keep])
-                df = rows.size
-            if rows.size == 0:
+            if rows.size and rows[-1] >= n:  # rows added after the caller sized its view
+                keep = rows < n
+                rows, tfs = rows[keep], tfs[keep]
+            # dead rows keep their postings until the next compaction (length 0, and
+            # out of any scope, which admits live rows only)
+            keep = self._lengths[rows] > 0 if scope is None else scope[rows]
+            rows, tfs = (rows, tfs) if keep.all() else (rows[keep], tfs[keep])
+            df = rows.size
+            if df == 0:
                 continue
             row_len = self._lengths[rows]
             idf = math.log(1.0 + (live - df + 0.5) / (df + 0.5))
@@ -276,3 +270,14 @@ class KeywordIndex:
                 out = np.zeros(n, dtype=np.float32)
             out[rows] += idf * tfs * (K1 + 1.0) / (tfs + K1 * (1.0 - B + B * row_len / avgdl))
         return out
+
+    def scored(
+        self, query: str, n: int, scope: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The rows :meth:`scores` gives a score (ascending) and those scores: the
+        matches only, so a caller ranks them without a pass over every row."""
+        out = self.scores(query, n, scope)
+        if out is None:
+            return None
+        rows = np.flatnonzero(out)  # every term's weight is > 0: matched rows are > 0
+        return rows, out[rows]

@@ -33,7 +33,7 @@ from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
 from memoryd.store import register_store, snapshot
 from memoryd.store.sql import Connection, Dialect, SQLStore
-from memoryd.store.vectors import VectorIndex
+from memoryd.store.vectors import VectorIndex, headroom
 
 log = logging.getLogger(__name__)
 APP_ID = 0x4D454D44  # "MEMD", in the SQLite header: marks the file as ours
@@ -274,6 +274,7 @@ class SQLiteStore(SQLStore):
         self._retry_locked(self._migrate)
         self._index: VectorIndex | None = None
         self._seen_seq = 0
+        self._synced_at: tuple[int, int] | None = None  # see _sync_index
 
     # -- lifecycle -----------------------------------------------------------------------
     def _check_is_ours(self) -> None:
@@ -430,7 +431,20 @@ class SQLiteStore(SQLStore):
         return mask
 
     def _sync_index(self) -> VectorIndex:
-        """Bring the in-memory matrix up to date with every committed write."""
+        """Bring the in-memory matrix up to date with every committed write.
+
+        A hybrid search asks four or five times; when no other connection has committed
+        (``PRAGMA data_version``) and this one has written nothing (``total_changes``)
+        since the last look, the index is current without reading the change log."""
+        with self._lock:
+            stamp = (self._db.total_changes, self._db.execute("PRAGMA data_version").fetchone()[0])
+            if self._index is not None and stamp == self._synced_at:
+                return self._index
+            index = self._catch_up()
+            self._synced_at = stamp  # read before catching up: a later write changes it
+            return index
+
+    def _catch_up(self) -> VectorIndex:
         with self._lock:
             if self._index is None and not self._load_snapshot():
                 return self._load_index()
@@ -456,7 +470,7 @@ class SQLiteStore(SQLStore):
         ).fetchone()
         dim = int(dim_row[0]) // 4 if dim_row else int(self.get_meta("embed_dim") or 384)
         count = self._db.execute("SELECT count(*) FROM memories").fetchone()[0]
-        index = VectorIndex(dim, capacity=max(1024, int(count * 1.25)))
+        index = VectorIndex(dim, capacity=headroom(count))
         cursor = self._db.execute(f"SELECT {_INDEX_COLUMNS} FROM memories WHERE state != 'deleted'")
         while rows := cursor.fetchmany(10_000):  # bounded: a full fetch doubles peak memory
             (ids, users, agents, runs, cats, origins, states, created, events, evergreen,
