@@ -27,6 +27,7 @@ Measured on LoCoMo through the HTTP API (bench/README.md, "turn prior").
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 from memoryd.models import ScoreParts, TurnRow
@@ -64,10 +65,16 @@ def place_of(row: TurnRow) -> Place | None:
     return (row.user_id, row.agent_id, row.run_id, str(session), row.source_path), turn
 
 
+@lru_cache(maxsize=65_536)
+def _length(text: str) -> float:
+    """``log(1 + words)``: the same turns come back as candidates search after search."""
+    return math.log1p(word_count(text))
+
+
 def prior(text: str, settings: SearchSettings) -> float:
     """What a turn loses for saying little (<= 0): short, or a question."""
     full = max(2, settings.full_turn_words)
-    short = 1.0 - min(1.0, math.log1p(word_count(text)) / math.log1p(full))
+    short = 1.0 - min(1.0, _length(text) / math.log1p(full)) if settings.short_turn_penalty else 0.0
     asks = text.rstrip().endswith(("?", "？"))
     return -(settings.short_turn_penalty * short + (settings.question_turn_penalty if asks else 0))
 
@@ -105,7 +112,7 @@ def rerank(pool: list[Ranked], rows: dict[str, TurnRow], settings: SearchSetting
             if said < 0:
                 update["turn"] = round(said, 6)
             if update:
-                parts = parts.model_copy(update=update)
+                parts = ScoreParts(**{**parts.__dict__, **update})  # 4 us, model_copy 5
                 final = min(1.0, max(0.0, final + sum(update.values())))
         out.append((final, order, weight, parts, mid))
     out.sort(key=lambda t: (-t[0], t[1]))
