@@ -76,12 +76,19 @@ def open_store(path: Path, min_rows: int = 10) -> SQLiteStore:
 def test_index_state_round_trip_searches_and_grows_the_same() -> None:
     index = VectorIndex(DIM)
     for i in range(300):
-        index.upsert(f"m{i}", vec(i) if i % 7 else None, {"user_id": f"u{i % 4}"}, text(i))
+        attrs: dict[str, object] = {"user_id": f"u{i % 4}", "speaker": "Ann" if i % 2 else None}
+        if i % 3 == 0:  # a conversation turn (search.turns.facts)
+            attrs |= {"turn": (f"thread {i % 5}", i), "words": i, "asks": i % 2 == 0}
+        index.upsert(f"m{i}", vec(i) if i % 7 else None, attrs, text(i))
     for i in range(0, 300, 10):
         index.remove(f"m{i}")  # dead rows: compacted away by state()
     meta, arrays = index.state()
     copy = VectorIndex.from_state(meta, arrays)
     assert copy.live_ids() == index.live_ids()
+    ids = sorted(index.live_ids())
+    assert copy.rank_facts(ids) == index.rank_facts(ids)  # ranking columns travel too
+    assert copy.rank_facts(["m33"])["m33"].turn == ("thread 3", 33)
+    assert (copy.rank_facts(["m33"])["m33"].words, copy.rank_facts(["m1"])["m1"].turn) == (33, None)
     for q in QUERIES:
         for user in (None, "u1"):
             scope = Filters(user_id=user)

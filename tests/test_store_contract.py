@@ -487,23 +487,41 @@ def test_rank_facts_are_the_records_own_and_follow_every_write(store: Store) -> 
     assert store.rank_facts([]) == {}
 
 
-def test_turn_rows_are_the_records_conversation_columns(store: Store) -> None:
-    """Search reads a candidate's place in a conversation (scope, metadata, source file)
-    and its text through turn_rows instead of whole records: it must say what the record says."""
+def test_rank_facts_place_a_turn_in_its_conversation(store: Store) -> None:
+    """Search re-ranks turns by their neighbours and what they say from the store's
+    RankFacts, never reading records: a turn's conversation (scope, metadata.session as
+    any JSON, source file), position, length in words and question mark must be what the
+    record says, on every store, and follow an update."""
+    diary = Source(path="memory/d.md")
     store.add(
         [
-            rec(1, "a turn", agent_id="bot", run_id="r1", metadata={"turn": 3, "session": "s"}),
-            rec(2, "a diary turn", metadata={"turn": 1}, source=Source(path="memory/d.md")),
+            rec(1, "a turn, long enough?", agent_id="bot", run_id="r1",
+                metadata={"turn": 3, "session": "s"}),
+            rec(2, "a diary turn", metadata={"turn": 1}, source=diary),
             rec(3, "no turn at all"),
+            rec(4, "object session", metadata={"turn": 4, "session": {"b": 1, "a": [2, "é"]}}),
+            rec(5, "number session", metadata={"turn": 5, "session": 7}),
+            rec(6, "true session", metadata={"turn": 6, "session": True}),
+            rec(7, "null session", metadata={"turn": 7, "session": None}),
+            rec(8, "a bool is no turn", metadata={"turn": True}),
+            rec(9, "a float is no turn", metadata={"turn": 2.0}),
+            rec(10, "我们明天去北京吗？", metadata={"turn": 0, "session": "s"}),
         ]
-    )
-    got = store.turn_rows(["m1", "m2", "m3", "missing"])
-    assert set(got) == {"m1", "m2", "m3"}
-    for mid, row in got.items():
-        r = store.get(mid)
-        assert r is not None
-        path = r.source.path if r.source is not None else None
-        assert row == (r.user_id, r.agent_id, r.run_id, r.metadata, path, r.text)
-    assert got["m1"].metadata == {"turn": 3, "session": "s"} and got["m1"].run_id == "r1"
-    assert got["m2"].source_path == "memory/d.md" and got["m3"].source_path is None
-    assert store.turn_rows([]) == {}
+    )  # fmt: skip
+    ids = [f"m{i}" for i in range(1, 11)]
+    expected = {r.id: facts_of(r) for r in store.get_many(ids)}
+    assert store.rank_facts([*ids, "missing"]) == expected
+    m1 = expected["m1"]
+    assert m1.turn is not None and m1.turn[1] == 3 and (m1.words, m1.asks) == (4, True)
+    assert expected["m2"].turn is not None and "memory/d.md" in expected["m2"].turn[0]
+    assert expected["m2"].turn[0] != expected["m7"].turn[0]  # type: ignore[union-attr]
+    for no_turn in ("m3", "m8", "m9"):
+        assert expected[no_turn].turn is None and expected[no_turn].words == 0
+    assert (expected["m10"].words, expected["m10"].asks) == (8, True)  # CJK: one word each
+    changed = store.get("m5")
+    assert changed is not None
+    changed.metadata = {"turn": 9, "session": 7}
+    changed.text = "now a statement"
+    store.update(changed)
+    assert store.rank_facts(["m5"]) == {"m5": facts_of(changed)}
+    assert store.rank_facts(["m5"])["m5"].turn == (expected["m5"].turn[0], 9)  # type: ignore[index]

@@ -878,9 +878,7 @@ class Memory:
             candidates = merge(
                 candidates, hybrid_candidates(self.store, query, qvec, pool, n, s, mode)
             )
-        candidates = sorted(
-            (c for c in candidates if c.parts.fused >= threshold), key=lambda c: -c.parts.fused
-        )
+        candidates = sorted((c for c in candidates if c.fused >= threshold), key=lambda c: -c.fused)
         boost = s.entity_boost if mode == "hybrid" else 0.0
         found = self._rank(
             candidates,
@@ -918,42 +916,36 @@ class Memory:
             known = facts.get(c.id)
             if known is None:
                 continue
-            parts = c.parts
             extra = entity_boost(known.names, names, boost)
             if extra:
-                parts = parts.model_copy(
-                    update={"entity": extra, "fused": min(1.0, parts.fused + extra)}
-                )
+                c = c.adjusted(min(1.0, c.fused + extra), entity=extra)
             weight = facts_weight(known, now, s) if decay else None
-            final = parts.fused if weight is None else blend(parts.fused, weight, s)
-            ranked.append((final, place, weight, parts, c.id))
+            final = c.fused if weight is None else blend(c.fused, weight, s)
+            ranked.append((final, place, weight, c))
         ranked.sort(key=lambda t: (-t[0], t[1]))
         if turns_first and ranked:
             pool = ranked[: turn_rank.pool_size(top_k)]
-            rows = self.store.turn_rows([t[4] for t in pool])  # not whole records: most go unused
-            ranked = turn_rank.rerank(pool, rows, s) + ranked[len(pool) :]
+            ranked = turn_rank.rerank(pool, facts, s) + ranked[len(pool) :]
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
         done = 0
         while done < len(ranked) and len(found) < top_k:
             batch = ranked[done : done + top_k - len(found) + 2]
             done += len(batch)
-            got = {r.id: r for r in self.store.get_many([t[4] for t in batch])}
-            for final, _, weight, parts, mid in batch:
-                rec = got.get(mid)
+            got = {r.id: r for r in self.store.get_many([t[3].id for t in batch])}
+            for final, _, weight, c in batch:
+                rec = got.get(c.id)
                 if rec is None or rec.hash in seen:  # each text once
                     continue
                 seen.add(rec.hash)
                 found.append(
                     SearchHit(
-                        id=mid,
+                        id=c.id,
                         text=rec.text,
                         score=final,
-                        parts=parts
-                        if weight is None
-                        else parts.model_copy(update={"decay": weight}),
+                        parts=c.parts(weight),
                         record=rec,
-                        original_score=None if weight is None else parts.fused,
+                        original_score=None if weight is None else c.fused,
                         memory_type=memory_type(rec, s.shared_categories),
                     )
                 )

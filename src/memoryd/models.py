@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -93,29 +93,22 @@ class MemoryRecord(BaseModel):
         return f"{self.context}\n{self.text}" if self.context else self.text
 
 
-class TurnRow(NamedTuple):
-    """The columns of a record that place it in a conversation (see
-    :mod:`memoryd.search.turns`): its scope, its metadata (``turn``, ``session``), the
-    file it was read from (a diary's turns) and its text (what the turn says)."""
-
-    user_id: str
-    agent_id: str | None
-    run_id: str | None
-    metadata: dict[str, Any]
-    source_path: str | None
-    text: str
-
-
 @dataclass(frozen=True, slots=True)
 class RankFacts:
     """What ranking needs of a memory besides its relevance, so a search can rank every
     candidate before reading any record: when the remembered thing happened (epoch
     seconds of ``event_at``, else ``created_at``), whether it is evergreen (never
-    decays), and who it is about (``search.entities``)."""
+    decays), who it is about (``search.entities``) and, for a conversation turn,
+    its place and what it says (``search.turns``): ``turn`` is (its conversation,
+    its position there), ``words`` its length in words and ``asks`` whether it ends
+    in a question mark (0 and False for a memory that is not a turn)."""
 
     when: float
     evergreen: bool = False
     names: frozenset[str] = frozenset()
+    turn: tuple[str, int] | None = None
+    words: int = 0
+    asks: bool = False
 
 
 class Filters(BaseModel):

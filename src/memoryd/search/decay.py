@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memoryd.models import MemoryRecord, RankFacts
+from memoryd.search import turns
 from memoryd.search.entities import record_names
 from memoryd.settings import SearchSettings
 
@@ -34,10 +35,14 @@ def _epoch(when: datetime) -> float:
 
 def facts_of(record: MemoryRecord) -> RankFacts:
     """A record's :class:`RankFacts` (what a store's index answers without the record)."""
+    r = record
+    path = r.source.path if r.source else None
+    thread = (r.user_id, r.agent_id, r.run_id, r.metadata.get("session"), path)
     return RankFacts(
-        when=_epoch(record.event_at or record.created_at),
-        evergreen=record.metadata.get("evergreen") is True,
-        names=record_names(record),
+        when=_epoch(r.event_at or r.created_at),
+        evergreen=r.metadata.get("evergreen") is True,
+        names=record_names(r),
+        **turns.facts(r.metadata.get("turn"), thread, r.text),
     )
 
 

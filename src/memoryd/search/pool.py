@@ -32,6 +32,6 @@ def merge(*lists: list[Candidate]) -> list[Candidate]:
     best: dict[str, Candidate] = {}
     for candidates in lists:
         for c in candidates:
-            if c.id not in best or c.parts.fused > best[c.id].parts.fused:
+            if c.id not in best or c.fused > best[c.id].fused:
                 best[c.id] = c
-    return sorted(best.values(), key=lambda c: -c.parts.fused)
+    return sorted(best.values(), key=lambda c: -c.fused)

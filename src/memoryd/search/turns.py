@@ -3,9 +3,9 @@
 A conversation turn is a memory with a place in its conversation
 (``metadata.turn``: the messages path counts them across ``add(messages=...)``
 calls of a session, a diary counts the turn chunks of its file). Among the best
-candidates (``POOL_PER_HIT`` x ``top_k``, their conversation columns read with
-``Store.turn_rows``, not whole records), two things a ranking by text similarity
-misses are scored:
+candidates (``POOL_PER_HIT`` x ``top_k``), two things a ranking by text similarity
+misses are scored, from the :class:`~memoryd.models.RankFacts` the store's index
+holds (:func:`facts`: no record is read):
 
 * **neighbours** (``search.neighbour_boost``): an answer is often spread over
   adjacent turns (a question and its reply, a story told over three messages),
@@ -26,20 +26,53 @@ Measured on LoCoMo through the HTTP API (bench/README.md, "turn prior").
 
 from __future__ import annotations
 
+import json
 import math
-from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memoryd.models import ScoreParts, TurnRow
+from memoryd.models import RankFacts
 from memoryd.search.text import word_count
 from memoryd.settings import SearchSettings
 
-NEIGHBOUR_SPAN = 2  # turns either side that count as a hit's neighbours
-POOL_PER_HIT = 4  # candidates read per hit asked for, to find neighbours among
+if TYPE_CHECKING:
+    from memoryd.search.hybrid import Candidate
 
-#: (final score, candidate order, decay weight, score parts, memory id)
-Ranked = tuple[float, int, float | None, ScoreParts, str]
-Place = tuple[tuple[Any, ...], int]
+NEIGHBOUR_SPAN = 2  # turns either side that count as a hit's neighbours
+POOL_PER_HIT = 4  # candidates re-ranked per hit asked for, to find neighbours among
+
+#: (final score, candidate order, decay weight, the candidate)
+Ranked = tuple[float, int, float | None, "Candidate"]
+
+
+def thread_key(
+    user_id: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+    session: Any,
+    source_path: str | None,
+) -> str:
+    """The conversation a turn belongs to, as one string: its scope, its
+    ``metadata.session`` (any JSON) and the file it was read from (a diary's turns
+    are told apart by their file). Canonical JSON, so every store says the same."""
+    where = [user_id, agent_id, run_id, session, source_path or None]
+    return json.dumps(where, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def facts(
+    metadata_turn: Any,
+    thread: tuple[str | None, str | None, str | None, Any, str | None],
+    text: str | None,
+) -> dict[str, Any]:
+    """The :class:`RankFacts` fields of a memory whose ``metadata.turn`` is
+    ``metadata_turn`` (a turn only when it is an integer), ``thread`` the arguments of
+    :func:`thread_key`, ``text`` what it says: empty for a memory that is not a turn."""
+    if not isinstance(metadata_turn, int) or isinstance(metadata_turn, bool) or text is None:
+        return {}
+    return {
+        "turn": (thread_key(*thread), metadata_turn),
+        "words": word_count(text),
+        "asks": text.rstrip().endswith(("?", "？")),
+    }
 
 
 def active(settings: SearchSettings) -> bool:
@@ -55,65 +88,44 @@ def pool_size(top_k: int) -> int:
     return max(top_k * POOL_PER_HIT, 20)
 
 
-def place_of(row: TurnRow) -> Place | None:
-    """The conversation a turn belongs to and its position there; ``None`` if not a turn."""
-    turn = row.metadata.get("turn")
-    if not isinstance(turn, int) or isinstance(turn, bool):
-        return None
-    session = row.metadata.get("session")  # any JSON: compared as its text
-    # a diary's turns are told apart by their file
-    return (row.user_id, row.agent_id, row.run_id, str(session), row.source_path), turn
-
-
-@lru_cache(maxsize=65_536)
-def _length(text: str) -> float:
-    """``log(1 + words)``: the same turns come back as candidates search after search."""
-    return math.log1p(word_count(text))
-
-
-def prior(text: str, settings: SearchSettings) -> float:
-    """What a turn loses for saying little (<= 0): short, or a question."""
+def prior(words: int, asks: bool, settings: SearchSettings) -> float:
+    """What a turn of ``words`` words loses for saying little (<= 0): short, or a
+    question (``asks``)."""
     full = max(2, settings.full_turn_words)
-    short = 1.0 - min(1.0, _length(text) / math.log1p(full)) if settings.short_turn_penalty else 0.0
-    asks = text.rstrip().endswith(("?", "？"))
+    short = 0.0
+    if settings.short_turn_penalty:
+        short = 1.0 - min(1.0, math.log1p(words) / math.log1p(full))
     return -(settings.short_turn_penalty * short + (settings.question_turn_penalty if asks else 0))
 
 
-def rerank(pool: list[Ranked], rows: dict[str, TurnRow], settings: SearchSettings) -> list[Ranked]:
+def rerank(
+    pool: list[Ranked], known: dict[str, RankFacts], settings: SearchSettings
+) -> list[Ranked]:
     """``pool`` (best first) with its turns lifted by their neighbours and lowered by
     their prior, best first again (ties keep the candidates' order)."""
-    place: dict[str, Place] = {}
-    best: dict[Place, float] = {}
-    for final, _, _, _, mid in pool:
-        row = rows.get(mid)
-        where = place_of(row) if row is not None else None
-        if where is not None:
-            place[mid] = where
-            best[where] = max(best.get(where, 0.0), final)
-    if not place:
+    best: dict[tuple[str, int], float] = {}
+    for final, _, _, c in pool:
+        place = known[c.id].turn
+        if place is not None:
+            best[place] = max(best.get(place, 0.0), final)
+    if not best:
         return pool
+    span = [d for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1) if d]
     out: list[Ranked] = []
-    for final, order, weight, parts, mid in pool:
-        where = place.get(mid)
-        if where is not None:
+    for final, order, weight, c in pool:
+        f = known[c.id]
+        if f.turn is not None:
             update: dict[str, float] = {}
-            thread, turn = where
-            near = max(
-                (
-                    best.get((thread, turn + d), 0.0)
-                    for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1)
-                    if d
-                ),
-                default=0.0,
-            )
+            thread, turn = f.turn
+            near = max(best.get((thread, turn + d), 0.0) for d in span)
             if near > 0 and settings.neighbour_boost > 0:
                 update["neighbours"] = round(settings.neighbour_boost * near, 6)
-            said = prior(rows[mid].text, settings)
+            said = prior(f.words, f.asks, settings)
             if said < 0:
                 update["turn"] = round(said, 6)
             if update:
-                parts = ScoreParts(**{**parts.__dict__, **update})  # 4 us, model_copy 5
+                c = c.adjusted(c.fused, **update)
                 final = min(1.0, max(0.0, final + sum(update.values())))
-        out.append((final, order, weight, parts, mid))
+        out.append((final, order, weight, c))
     out.sort(key=lambda t: (-t[0], t[1]))
     return out

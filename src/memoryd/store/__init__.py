@@ -24,7 +24,6 @@ from memoryd.models import (
     MemoryRecord,
     RankFacts,
     State,
-    TurnRow,
 )
 from memoryd.settings import StoreSettings
 
@@ -110,11 +109,6 @@ class Store(Protocol):
     def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
         """What ranking needs of each live record among ``ids`` (absent: deleted), read
         from the search index where the store keeps one, so no record is read."""
-        ...
-
-    def turn_rows(self, ids: Sequence[str]) -> dict[str, TurnRow]:
-        """The conversation columns of the given records (absent: no such record), read
-        without building whole records."""
         ...
 
     # -- embedding cache --------------------------------------------------------------

@@ -38,6 +38,7 @@ import numpy as np
 
 from memoryd.errors import DependencyMissingError, InvalidInputError, StoreError
 from memoryd.models import Filters, MemoryRecord, RankFacts
+from memoryd.search import turns
 from memoryd.search.entities import names_of
 from memoryd.search.text import query_words, words
 from memoryd.settings import PostgresStoreSettings, StoreSettings
@@ -659,13 +660,21 @@ class PostgresStore(SQLStore):
             rows = conn.execute(
                 "SELECT id, extract(epoch FROM coalesce(event_at, created_at)),"
                 " metadata::jsonb -> 'evergreen' = 'true'::jsonb,"
-                " metadata::jsonb -> 'speaker', metadata::jsonb -> 'person'"
+                " metadata::jsonb -> 'speaker', metadata::jsonb -> 'person',"
+                " metadata::jsonb -> 'turn', metadata::jsonb -> 'session',"
+                " user_id, agent_id, run_id, source_path,"
+                " CASE jsonb_typeof(metadata::jsonb -> 'turn') WHEN 'number' THEN text END"
                 f" FROM {self.t_memories} WHERE id = ANY(%s) AND state <> 'deleted'",
                 (list(ids),),
             ).fetchall()
         return {
-            mid: RankFacts(when=float(when), evergreen=bool(ever), names=names_of((sp, pe)))
-            for mid, when, ever, sp, pe in rows
+            mid: RankFacts(
+                when=float(when),
+                evergreen=bool(ever),
+                names=names_of((sp, pe)),
+                **turns.facts(turn, (user, agent, run, session, path), text),
+            )
+            for mid, when, ever, sp, pe, turn, session, user, agent, run, path, text in rows
         }
 
     # -- maintenance ------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import numpy as np
 from memoryd.atomic import replacing
 from memoryd.store.vectors import VectorIndex
 
-FORMAT = 1
+FORMAT = 2  # 2: the conversation columns of turns (search.turns)
 log = logging.getLogger(__name__)
 
 

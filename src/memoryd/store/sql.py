@@ -33,7 +33,6 @@ from memoryd.models import (
     Origin,
     Source,
     State,
-    TurnRow,
     content_hash,
     utcnow,
 )
@@ -396,25 +395,6 @@ class SQLStore:
                 ).fetchall():
                     found[row[0]] = self._record(row)
         return [found[i] for i in ids if i in found]
-
-    def turn_rows(self, ids: Sequence[str]) -> dict[str, TurnRow]:
-        """The conversation columns of the given records (absent: no such record): what
-        a search reads of its best candidates to find adjacent turns, without building
-        whole records (~40 a search, most of which are not returned)."""
-        if not ids:
-            return {}
-        d = self.dialect
-        found: dict[str, TurnRow] = {}
-        with self._read() as conn:
-            for chunk in d.chunks(ids):
-                clause, params = d.is_in("id", chunk)
-                for mid, user, agent, run, metadata, path, text in conn.execute(
-                    "SELECT id, user_id, agent_id, run_id, metadata, source_path, text"
-                    f" FROM {self.t_memories} WHERE {clause}",
-                    params,
-                ).fetchall():
-                    found[mid] = TurnRow(user, agent, run, json.loads(metadata), path or None, text)
-        return found
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         if not ids:

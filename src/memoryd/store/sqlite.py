@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 import random
 import sqlite3
@@ -29,6 +30,7 @@ import numpy as np
 
 from memoryd.errors import InvalidInputError, StoreError
 from memoryd.models import Filters, MemoryRecord, RankFacts
+from memoryd.search import turns
 from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
 from memoryd.store import register_store, snapshot
@@ -42,7 +44,8 @@ MIN_SQLITE = (3, 24)  # 2018: INSERT ... ON CONFLICT, which store/sql.py shares 
 SNAPSHOT_AFTER = 1000
 
 #: What the search index holds of a row: scope columns, then what ranking needs
-#: (``RankFacts``: event time, evergreen, speaker/person), then the vector and text.
+#: (``RankFacts``: event time, evergreen, speaker/person), then the vector and text,
+#: then a conversation turn's place and text (``search.turns``; see ``_turn``).
 _INDEX_COLUMNS = (
     "id, user_id, agent_id, run_id, category, origin, state, created_at, event_at,"
     " json_type(metadata, '$.evergreen') = 'true',"
@@ -50,7 +53,10 @@ _INDEX_COLUMNS = (
     " THEN json_extract(metadata, '$.speaker') END,"
     " CASE json_type(metadata, '$.person') WHEN 'text'"
     " THEN json_extract(metadata, '$.person') END,"
-    " embedding, index_text"
+    " embedding, index_text,"
+    " CASE json_type(metadata, '$.turn') WHEN 'integer' THEN json_extract(metadata, '$.turn') END,"
+    " json_type(metadata, '$.session'), json_extract(metadata, '$.session'), source_path,"
+    " CASE json_type(metadata, '$.turn') WHEN 'integer' THEN text END"
 )
 
 
@@ -474,7 +480,7 @@ class SQLiteStore(SQLStore):
         cursor = self._db.execute(f"SELECT {_INDEX_COLUMNS} FROM memories WHERE state != 'deleted'")
         while rows := cursor.fetchmany(10_000):  # bounded: a full fetch doubles peak memory
             (ids, users, agents, runs, cats, origins, states, created, events, evergreen,
-             speakers, persons, blobs, texts) = zip(*rows, strict=True)  # fmt: skip
+             speakers, persons, blobs, texts) = list(zip(*rows, strict=True))[:14]  # fmt: skip
             size = 4 * dim
             has_vec = np.fromiter(
                 (b is not None and len(b) == size for b in blobs), bool, len(rows)
@@ -499,6 +505,7 @@ class SQLiteStore(SQLStore):
                 texts,
                 when=when,
                 evergreen=np.fromiter((bool(e) for e in evergreen), bool, len(rows)),
+                turns=[self._turn(r) for r in rows],
             )
         self._index = index
         self._seen_seq = seq
@@ -567,7 +574,21 @@ class SQLiteStore(SQLStore):
             "evergreen": bool(row[9]),
             "speaker": row[10],
             "person": row[11],
+            **SQLiteStore._turn(row),
         }
+
+    @staticmethod
+    def _turn(row: tuple[Any, ...]) -> dict[str, Any]:
+        """A row's conversation facts (``search.turns.facts``); ``metadata.session`` is
+        any JSON, which ``json_extract`` hands back as SQL values or JSON text."""
+        turn, kind, session, path, text = row[14:19]
+        if turn is None:
+            return {}
+        if kind in ("object", "array"):
+            session = json.loads(session)
+        elif kind in ("true", "false"):
+            session = kind == "true"
+        return turns.facts(turn, (row[1], row[2], row[3], session, path), text)
 
     def _apply(self, ids: builtins.list[str]) -> None:
         assert self._index is not None

@@ -36,7 +36,10 @@ from memoryd.models import Filters, RankFacts
 from memoryd.search.entities import names_of
 from memoryd.store.keywords import KeywordIndex
 
-_CODED = ("user_id", "agent_id", "run_id", "category", "origin", "state", "speaker", "person")
+#: columns held as small integer codes; ``thread`` is a turn's conversation (search.turns)
+_CODED = (
+    "user_id", "agent_id", "run_id", "category", "origin", "state", "speaker", "person", "thread"
+)  # fmt: skip
 _DEAD = -2  # a code no filter value matches
 COARSE_MIN_ROWS = 20_000  # below this, exact search is already fast
 COARSE_DIMS = 96
@@ -62,6 +65,9 @@ class VectorIndex:
         self._created = np.zeros(capacity, dtype=np.float64)
         self._when = np.zeros(capacity, dtype=np.float64)  # event_at, else created_at
         self._evergreen = np.zeros(capacity, dtype=bool)
+        self._turn = np.full(capacity, -1, dtype=np.int32)  # a turn's position; -1: not a turn
+        self._words = np.zeros(capacity, dtype=np.uint16)  # a turn's length in words
+        self._asks = np.zeros(capacity, dtype=bool)  # a turn ending in a question mark
         self._alive = np.zeros(capacity, dtype=bool)
         self._has_vec = np.zeros(capacity, dtype=bool)
         self._codes: dict[str, dict[str, int]] = {c: {} for c in _CODED}
@@ -71,6 +77,7 @@ class VectorIndex:
         self._proj: np.ndarray | None = None  # dim x COARSE_DIMS, once fitted
         self._coarse = np.zeros((0, COARSE_DIMS), dtype=np.float32)
         self._names_by_codes: dict[tuple[int, int], frozenset[str]] = {}
+        self._threads: list[str] = []  # thread code -> its key, rebuilt when codes grow
         self._version = 0  # bumped by every change: masks are cached per version
         self._last_mask: tuple[int, str, np.ndarray] | None = None
 
@@ -106,6 +113,9 @@ class VectorIndex:
         self._digest = np.resize(self._digest, cap)
         self._when = np.resize(self._when, cap)
         self._evergreen = np.resize(self._evergreen, cap)
+        self._turn = np.resize(self._turn, cap)
+        self._words = np.resize(self._words, cap)
+        self._asks = np.resize(self._asks, cap)
         self._alive = np.resize(self._alive, cap)
         self._has_vec = np.resize(self._has_vec, cap)
         self._alive[len(self.ids) :] = False
@@ -127,6 +137,12 @@ class VectorIndex:
         event_at = attrs.get("event_at")
         self._when[row] = self._created[row] if event_at is None else event_at
         self._evergreen[row] = bool(attrs.get("evergreen"))
+        place = attrs.get("turn")  # a conversation turn's (thread key, position)
+        thread = -1 if place is None else self._code("thread", place[0], create=True)
+        self._cols["thread"][row] = thread
+        self._turn[row] = -1 if place is None else place[1]
+        self._words[row] = min(int(attrs.get("words", 0)), _MAX_WORDS)
+        self._asks[row] = bool(attrs.get("asks"))
 
     def _append(
         self, memory_id: str, vector: np.ndarray | None, attrs: dict[str, Any], text: str
@@ -162,9 +178,11 @@ class VectorIndex:
         texts: Sequence[str],
         when: np.ndarray | None = None,
         evergreen: np.ndarray | None = None,
+        turns: Sequence[dict[str, Any]] | None = None,
     ) -> None:
         """Bulk-load memories not in the index yet (an index's first load); ``when``
-        defaults to ``created``, ``evergreen`` to False."""
+        defaults to ``created``, ``evergreen`` to False; ``turns`` holds each row's
+        conversation facts (:func:`memoryd.search.turns.facts`; empty: not a turn)."""
         start, m = len(self.ids), len(ids)
         self._version += 1
         if any(i in self._row for i in ids):
@@ -181,6 +199,14 @@ class VectorIndex:
         self._created[block] = created
         self._when[block] = created if when is None else when
         self._evergreen[block] = False if evergreen is None else evergreen
+        self._turn[block], self._words[block], self._asks[block] = -1, 0, False
+        for offset, t in enumerate(turns or ()):
+            if t:
+                row = start + offset
+                key, self._turn[row] = t["turn"]
+                self._cols["thread"][row] = self._code("thread", key, create=True)
+                self._words[row] = min(t["words"], _MAX_WORDS)
+                self._asks[row] = t["asks"]
         if self._proj is not None:
             self._coarse[block] = vectors.astype(np.float32) @ self._proj
         self.ids.extend(ids)
@@ -218,6 +244,9 @@ class VectorIndex:
         self._created = _take(self._created, keep, cap)
         self._when = _take(self._when, keep, cap)
         self._evergreen = _take(self._evergreen, keep, cap)
+        self._turn = _take(self._turn, keep, cap)
+        self._words = _take(self._words, keep, cap)
+        self._asks = _take(self._asks, keep, cap)
         self._alive = _take(self._alive, keep, cap)
         self._has_vec = _take(self._has_vec, keep, cap)
         if self._proj is not None:
@@ -230,7 +259,7 @@ class VectorIndex:
     def memory_bytes(self) -> int:
         """Bytes this index holds (arrays at their capacity, ids, the id map, BM25)."""
         arrays: list[np.ndarray] = [self._vecs, self._coarse, self._created, self._when]
-        arrays.append(self._evergreen)
+        arrays += [self._evergreen, self._turn, self._words, self._asks]
         arrays += [self._alive, self._has_vec, self._digest, *self._cols.values()]
         total = sum(a.nbytes for a in arrays)
         total += sys.getsizeof(self.ids) + sum(sys.getsizeof(i) for i in self.ids)
@@ -251,6 +280,9 @@ class VectorIndex:
             "created": self._created[:n],
             "when": self._when[:n],
             "evergreen": self._evergreen[:n],
+            "turn": self._turn[:n],
+            "words": self._words[:n],
+            "asks": self._asks[:n],
             "has_vec": self._has_vec[:n],
             "text": self._digest[:n],
             **{f"col_{c}": self._cols[c][:n] for c in _CODED},
@@ -279,7 +311,11 @@ class VectorIndex:
         index._created = np.asarray(arrays["created"], dtype=np.float64)
         index._when = np.asarray(arrays["when"], dtype=np.float64)
         index._evergreen = np.asarray(arrays["evergreen"], dtype=bool)
-        if index._when.shape != (n,) or index._evergreen.shape != (n,):
+        index._turn = np.asarray(arrays["turn"], dtype=np.int32)
+        index._words = np.asarray(arrays["words"], dtype=np.uint16)
+        index._asks = np.asarray(arrays["asks"], dtype=bool)
+        ranking = (index._when, index._evergreen, index._turn, index._words, index._asks)
+        if any(a.shape != (n,) for a in ranking):
             raise ValueError("index snapshot: ranking columns do not match the rows")
         index._has_vec = np.asarray(arrays["has_vec"], dtype=bool)
         index._alive = np.ones(n, dtype=bool)
@@ -471,16 +507,30 @@ class VectorIndex:
         who = zip(
             self._cols["speaker"][rows].tolist(), self._cols["person"][rows].tolist(), strict=True
         )
-        return {
-            mid: RankFacts(when=when, evergreen=ever, names=self._names(pair))
-            for (mid, _), when, ever, pair in zip(
-                found,
-                self._when[rows].tolist(),
-                self._evergreen[rows].tolist(),
-                who,
-                strict=True,
-            )
-        }
+        columns = (
+            self._when[rows].tolist(),
+            self._evergreen[rows].tolist(),
+            who,
+            self._turn[rows].tolist(),
+            self._cols["thread"][rows].tolist(),
+        )
+        out: dict[str, RankFacts] = {}
+        for (mid, row), when, ever, pair, turn, thread in zip(found, *columns, strict=True):
+            names = self._names(pair)
+            if turn < 0:
+                out[mid] = RankFacts(when=when, evergreen=ever, names=names)
+                continue
+            place = (self._thread(thread), turn)
+            words, asks = int(self._words[row]), bool(self._asks[row])
+            out[mid] = RankFacts(when, ever, names, place, words, asks)
+        return out
+
+    def _thread(self, code: int) -> str:
+        """The key of a thread code (codes only ever grow: the list is extended)."""
+        if code >= len(self._threads):
+            by_code = {c: v for v, c in self._codes["thread"].items()}
+            self._threads = [by_code[c] for c in range(len(by_code))]
+        return self._threads[code]
 
     def _names(self, codes: tuple[int, int]) -> frozenset[str]:
         """The names of a (speaker, person) code pair, worked out once per pair."""
@@ -490,6 +540,9 @@ class VectorIndex:
             names = names_of(by_code[i].get(code) for i, code in enumerate(codes))
             self._names_by_codes[codes] = names
         return names
+
+
+_MAX_WORDS = 65_535  # a turn's word count is held as uint16; longer turns are full anyway
 
 
 def _best(scores: np.ndarray, k: int) -> np.ndarray:
