@@ -6,7 +6,6 @@ Real files, the real store and model."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
@@ -211,8 +210,7 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
     settings = make_settings(tmp_path)
     with Memory(settings, embedder=embedder) as m:
         seed(m)
-    # the MCP server is a subprocess: it imports the code under test, not an installed copy
-    env = face_env(tmp_path, **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
+    env = face_env(tmp_path)
     runner = CliRunner()
     out = runner.invoke(cli_app, ["wiki", "compile", "-a", "dev", "--json"], env=env)
     assert out.exit_code == 0, out.output
