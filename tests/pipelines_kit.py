@@ -42,10 +42,18 @@ def pipeline_settings(home: Path, **sections: dict[str, Any]) -> Settings:
     return s
 
 
+def code_under_test() -> dict[str, str]:
+    """The environment a ``memoryd`` subprocess needs to import the code under test: this
+    run's ``PYTHONPATH`` (a worktree's ``src/``), not the copy the venv has installed."""
+    return {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}
+
+
 def face_env(home: Path, agent: str = "dev", **extra: str) -> dict[str, str]:
     """The environment of a CLI or ``memoryd mcp`` process on the store under ``home``
-    (acting as ``agent``): no watcher, no scheduler, no stray config, the shared model cache."""
+    (acting as ``agent``): no watcher, no scheduler, no stray config, the shared model cache,
+    and the code under test."""
     return {
+        **code_under_test(),
         "MEMORYD_HOME": str(home),
         "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(home / "no-openclaw"),
         "MEMORYD_WORKSPACE__WATCH": "false",

@@ -5,7 +5,6 @@ the byte. Real files, the real SQLite store, the real model; CLI, HTTP and MCP."
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import sqlite3
@@ -30,7 +29,7 @@ from memoryd.pipelines.dreams_md import HEADER
 from memoryd.settings import ApiKey
 from memoryd.workspace import Workspace, resolve_workspace
 from tests.mcp_client import McpSession
-from tests.pipelines_kit import pipeline_settings, workspace, write_section
+from tests.pipelines_kit import face_env, pipeline_settings, workspace, write_section
 
 AGENT = "dev"
 DAY1 = [
@@ -202,18 +201,7 @@ def test_cli_http_and_mcp_run_the_same_backfill(
     root = workspace(settings, AGENT)
     write_section(root, "2026-03-01", "09:00", DAY1)
     write_section(root, "2026-03-02", "10:15", DAY2)
-    env = {
-        "MEMORYD_HOME": str(tmp_path),
-        "MEMORYD_WORKSPACE__OPENCLAW_DIR": str(tmp_path / "no-openclaw"),
-        "MEMORYD_WORKSPACE__WATCH": "false",
-        "MEMORYD_PIPELINES__SCHEDULER": "false",
-        "MEMORYD_MCP__AGENT_ID": AGENT,
-        "MEMORYD_CONFIG": "",
-        "HOME": str(tmp_path / "userhome"),
-        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
-        # the MCP server is a subprocess: it must import this checkout's memoryd too
-        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
-    }
+    env = face_env(tmp_path, AGENT)
     runner = CliRunner()
     out = runner.invoke(
         cli_app,

@@ -226,3 +226,67 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
         assert closed["result"]["status"] == "done"
     out = CliRunner().invoke(cli_app, ["commitments", "due", "-a", "dev"], env=env)
     assert out.exit_code == 0 and "nothing due" in out.output
+
+
+def test_a_turn_posted_with_its_channel_is_followed_up_through_every_face(
+    tmp_path: Path, embedder: Embedder, live_server: Any
+) -> None:
+    """On the real clock: turns posted to POST /v1/diary with a channel (yesterday's, by
+    their timestamp), the pass run by `memoryd run commitments`, delivered by the CLI
+    heartbeat, listed over HTTP, closed by the CLI and listed and delivered over MCP."""
+    settings = make_settings(tmp_path)
+    env = face_env(tmp_path, MEMORYD_COMMITMENTS__ENABLED="true")
+    runner = CliRunner()
+    said = datetime.now(UTC) - timedelta(hours=20)
+    turns = [
+        ("slack", said, "I have a meeting in 2 hours about the budget for the new office."),
+        (None, said + timedelta(minutes=5), "The launch demo is in 3 hours, remind me after it."),
+    ]
+    m = Memory(settings, embedder=embedder)
+    try:
+        with live_server(create_app(memory=m)) as server:
+            url, dev = server.url, {"agent_id": "dev"}
+            for channel, at, text in turns:
+                posted = httpx.post(
+                    f"{url}/v1/diary",
+                    json={
+                        **dev, "channel": channel, "timestamp": at.isoformat(),
+                        "messages": [{"role": "user", "content": text},
+                                     {"role": "assistant", "content": "Noted, I will ask."}],
+                    },
+                )  # fmt: skip
+                assert posted.status_code == 200 and posted.json()["written"], posted.text
+            ran = runner.invoke(cli_app, ["run", "commitments", "--agent", "dev"], env=env)
+            assert ran.exit_code == 0, ran.output
+            out = runner.invoke(
+                cli_app,
+                ["commitments", "due", "-a", "dev", "--channel", "slack", "--json"],
+                env=env,
+            )
+            assert out.exit_code == 0, out.output
+            (meeting,) = json.loads(out.output)
+            assert meeting["channel"] == "slack" and "budget" in meeting["text"]
+            assert meeting["source"].startswith(f"memory/{said.date().isoformat()}.md#L")
+            listed = httpx.get(f"{url}/v1/commitments", params={**dev, "status": "delivered"})
+            assert [c["id"] for c in listed.json()["results"]] == [meeting["id"]]
+            out = runner.invoke(
+                cli_app, ["commitments", "done", "-a", "dev", meeting["id"]], env=env
+            )
+            assert out.exit_code == 0 and f"{meeting['id']}  done" in out.output
+            with McpSession.http(f"{url}/mcp", {"X-Memoryd-Agent": "dev"}) as mcp:
+                every = mcp.call("memory_commitments", action="list")["results"]
+                assert [(c["channel"], c["status"]) for c in every] == [
+                    ("slack", "done"),
+                    ("default", "pending"),
+                ]
+                assert (
+                    mcp.call("memory_commitments", action="due", channel="slack")["results"] == []
+                )
+                (launch,) = mcp.call("memory_commitments", action="due")["results"]
+                assert "launch demo" in launch["text"] and launch["status"] == "delivered"
+            done = httpx.get(f"{url}/v1/commitments", params={**dev, "status": "done"})
+            assert [c["id"] for c in done.json()["results"]] == [meeting["id"]]
+    finally:
+        m.close()
+    memory_md = settings.home / "workspaces" / "dev" / "MEMORY.md"
+    assert not memory_md.exists() or "budget" not in memory_md.read_text()

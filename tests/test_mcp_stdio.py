@@ -10,6 +10,7 @@ from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.settings import Settings
 from tests.mcp_client import McpSession
+from tests.pipelines_kit import code_under_test
 
 MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 
@@ -20,6 +21,7 @@ def stdio(home: Path, *args: str) -> McpSession:
         "HOME": str(home / "userhome"),
         "MEMORYD_CONFIG": "",
         "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
+        **code_under_test(),
     }
     return McpSession.stdio(MEMORYD, ["mcp", *args], env)
 
@@ -80,3 +82,19 @@ def test_a_bad_scope_in_configuration_fails_with_a_hint(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "mcp.agent_id" in proc.stderr and "hint" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_a_subprocess_imports_the_code_under_test(tmp_path: Path) -> None:
+    """The MCP and CLI subprocesses of the tests (face_env, stdio above) run this checkout's
+    memoryd, not the copy the venv has installed (a worktree's tests would test main)."""
+    import subprocess
+
+    import memoryd
+    from tests.pipelines_kit import face_env
+
+    for env in (face_env(tmp_path), {"PATH": os.environ.get("PATH", ""), **code_under_test()}):
+        out = subprocess.run(
+            [sys.executable, "-c", "import memoryd; print(memoryd.__file__)"],
+            env=env, capture_output=True, text=True, check=True, timeout=60,
+        )  # fmt: skip
+        assert out.stdout.strip() == memoryd.__file__

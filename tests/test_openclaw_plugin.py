@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from tests.conftest import free_port
+from tests.pipelines_kit import code_under_test
 
 PLUGIN = Path(__file__).resolve().parents[1] / "integrations" / "openclaw"
 NODE = shutil.which("node")
@@ -40,6 +41,7 @@ def memoryd_serve(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(userhome),
         "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
+        **code_under_test(),
         "MEMORYD_HOME": str(tmp_path / "memoryd"),
         "MEMORYD_AUTH__KEYS": json.dumps(
             [{"name": "openclaw-main", "key": "k-main", "users": ["default"], "agents": ["main"]}]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,6 +171,71 @@ def test_a_recalled_diary_excerpt_is_distilled_promoted_and_explained_in_dreams_
     assert "- Deep · promoted to MEMORY.md: 1" in dreams
     assert "recalled 12 times for 4 questions on 3 days" in dreams
     assert "from `memory/2026-03-19.md#L" in dreams
+    # the README's example is this run's review, but for the run id's random suffix
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    example = readme.split("```markdown\n## Dreaming · ", 1)[1].split("```", 1)[0]
+    written = dreams.split("## Dreaming · ", 1)[1]
+    assert re.sub(r"-[0-9a-f]{6}\n", "-RUN\n", example, count=1) == re.sub(
+        r"-[0-9a-f]{6}\n", "-RUN\n", written, count=1
+    )
     # the next run promotes nothing new and says why
     run_pipeline(mem, "promote", agent="alpha", clock=clock)
     assert (root / "DREAMS.md").read_text().count("- Deep · nothing promoted") == 1
+
+
+def test_recalls_over_http_and_mcp_feed_the_review_the_cli_run_writes(
+    tmp_path: Path, embedder: Embedder, live_server: Any
+) -> None:
+    """The faces, on the real clock: diary excerpts found through POST /v1/memory_search
+    and MCP memory_search are recorded as recalls (light); `memoryd run promote` writes
+    its light / REM / deep review to DREAMS.md, which HTTP, MCP and the CLI read back."""
+    import httpx
+    from typer.testing import CliRunner
+
+    from memoryd.api import create_app
+    from memoryd.cli import app as cli_app
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from tests.mcp_client import McpSession
+    from tests.pipelines_kit import face_env, write_section
+
+    home = tmp_path / "home"
+    settings = pipeline_settings(home)
+    root = workspace(settings, "alpha")
+    today = datetime.now(UTC).date().isoformat()
+    write_section(root, today, "09:00", [DIARY_TURN, "**assistant**: Noted."])
+    with Memory(settings, embedder=embedder) as m:
+        index_workspace(m, resolve_workspace(settings, "alpha", m.store))
+        with live_server(create_app(memory=m)) as server:
+            for q in QUERIES[:2]:
+                found = httpx.post(
+                    f"{server.url}/v1/memory_search", json={"agent_id": "alpha", "query": q}
+                )
+                assert found.json()["results"][0]["path"] == f"memory/{today}.md", found.text
+            with McpSession.http(f"{server.url}/mcp", {"X-Memoryd-Agent": "alpha"}) as mcp:
+                hits = mcp.call("memory_search", query=QUERIES[2])["results"]
+                assert any(h.get("citation", "").startswith(f"memory/{today}.md") for h in hits)
+    # closing the server's Memory wrote its buffered recalls
+    with Memory(settings, embedder=embedder) as m:
+        recalled = {m.store.get(r.memory_id).text: r for r in summaries(m.store, "alpha")}  # type: ignore[union-attr]
+        excerpt = recalled[next(t for t in recalled if "billing" in t)]
+        assert (excerpt.count, len(excerpt.queries), excerpt.days) == (3, 3, [today])
+
+    env = face_env(home, "alpha")
+    ran = CliRunner().invoke(cli_app, ["run", "promote", "--agent", "alpha"], env=env)
+    assert ran.exit_code == 0, ran.output
+    got = CliRunner().invoke(cli_app, ["memory-get", "DREAMS.md", "--agent", "alpha"], env=env)
+    review = got.output.split("## Dreaming · ", 1)[1]
+    assert "- Light · " in review and "diary excerpts, each distilled into one line" in review
+    assert "- REM · recurring themes: " in review and "billing (3x, 1 days)" in review
+    assert "- Deep · " in review
+
+    with Memory(settings, embedder=embedder) as m, live_server(create_app(memory=m)) as server:
+        dreams = httpx.get(
+            f"{server.url}/v1/memory_get", params={"agent_id": "alpha", "path": "DREAMS.md"}
+        )
+        assert "## Dreaming · " + review in dreams.json()["text"] + "\n"
+        runs = httpx.get(f"{server.url}/v1/pipelines", params={"name": "promote"}).json()
+        assert [r["status"] for r in runs["runs"]] == ["ok"]
+        with McpSession.http(f"{server.url}/mcp", {"X-Memoryd-Agent": "alpha"}) as mcp:
+            assert "- REM · recurring themes: " in mcp.call("memory_get", path="DREAMS.md")["text"]

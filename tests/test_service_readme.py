@@ -94,3 +94,27 @@ def test_every_route_has_a_curl_example_and_every_example_works(
             ):
                 memory_id = results[0]["id"]
     assert memory.list(user_id="alice") == []  # the examples end by resetting alice
+
+
+def _anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives the headings (outside code blocks)."""
+    found, in_code = set(), False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and re.match(r"#{1,6} ", line):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def test_every_section_link_resolves_and_every_seed_row_links_one() -> None:
+    text = README.read_text()
+    anchors = _anchors(text)
+    links = re.findall(r"\]\(#([^)]+)\)", text)
+    assert links and not [a for a in links if a not in anchors]
+    table = text.split("## Seeds 002 and 003: where each feature is", 1)[1].split("\n## ", 1)[0]
+    rows = [r for r in table.splitlines() if re.match(r"\| 00[23] \|", r)]
+    assert {r[2:5] for r in rows} == {"002", "003"} and len(rows) >= 20
+    for row in rows:
+        assert re.search(r"\]\(#[^)]+\)", row), f"no section for: {row}"

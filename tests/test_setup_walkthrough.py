@@ -24,6 +24,7 @@ from memoryd.core import Memory
 from memoryd.mcp.server import stdio_server
 from tests.conftest import free_port
 from tests.mcp_client import McpSession
+from tests.pipelines_kit import code_under_test
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = (REPO / "docs" / "integrations.md").read_text()
@@ -68,6 +69,7 @@ def machine(tmp_path: Path) -> Iterator[dict[str, object]]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
+        **code_under_test(),
         "MEMORYD_HOME": str(tmp_path / "memoryd"),
     }
     port = free_port()

@@ -4,20 +4,27 @@ under memory/structured/ (real store, real files, real model)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from typer.testing import CliRunner
 
+from memoryd.api import create_app
+from memoryd.cli import app as cli_app
 from memoryd.core import Memory
 from memoryd.embed import Embedder
-from memoryd.extract.classify import classify_fact, markers
+from memoryd.extract.classify import CATEGORY_OF_CLASS, classify_fact, fact_class, markers
 from memoryd.pipelines.decay import is_expired, ttl_of
 from memoryd.pipelines.runs import run_pipeline
 from memoryd.workspace import Workspace, resolve_workspace
 from memoryd.workspace.indexer import index_workspace
-from tests.pipelines_kit import FixedClock, pipeline_settings, workspace
+from tests.mcp_client import McpSession
+from tests.pipelines_kit import FixedClock, face_env, pipeline_settings, workspace
 
 AGENT = "dev"
 
@@ -37,9 +44,10 @@ AGENT = "dev"
     ],
 )
 def test_facts_are_classed_by_their_words(text: str, expected: str | None) -> None:
-    assert classify_fact(text) == expected
+    assert fact_class(text) == expected
     if expected:
         assert markers(text)[expected]  # the words that decided it
+        assert classify_fact(text) == CATEGORY_OF_CLASS.get(expected, expected)
 
 
 @pytest.fixture
@@ -66,7 +74,7 @@ def test_extracted_facts_without_a_category_get_a_class_and_tasks_expire(mem: Me
     got = {e.memory: mem.get(e.id) for e in events if e.id}
     by_text = {t: r.category for t, r in got.items() if r is not None}
     assert by_text == {
-        "Need to fix the flaky login test tomorrow.": "tasks",
+        "Need to fix the flaky login test tomorrow.": "task",
         "The staging database runs PostgreSQL 16 on port 5433.": "system",
     }
     later = mem.clock() + timedelta(days=8)
@@ -127,3 +135,50 @@ def test_structured_export_is_per_category_owner_only_stable_and_not_indexed(
     hits = mem.search("GitHub Actions CI", user_id=owner(mem), agent_id=AGENT, top_k=10)
     assert [h.text for h in hits].count("The CI runs on GitHub Actions.") == 1
     assert not ws.is_indexed_path(folder / "system.md")
+
+
+def test_facts_classed_over_http_are_found_by_the_cli_flags_exported_and_read_over_mcp(
+    tmp_path: Path, embedder: Embedder, live_server: Any
+) -> None:
+    """The faces: a conversation added over HTTP is classed; `memoryd search --category
+    tasks` and `--smart` find the task (stored as ``task``, the name search aliases
+    ``tasks`` to); `memoryd run structure` exports it; HTTP and MCP read the export, and
+    MCP memory_search filters by the category."""
+    settings = pipeline_settings(tmp_path)
+    workspace(settings, AGENT)
+    talk = (
+        "user: We need to renew the TLS certificate of the shop by Friday.\n"
+        "assistant: Noted. The shop database runs PostgreSQL 16 on port 5433."
+    )
+    env, runner = face_env(tmp_path), CliRunner()
+    with Memory(settings, embedder=embedder) as m, live_server(create_app(memory=m)) as server:
+        added = httpx.post(
+            f"{server.url}/memory/add", json={"user_id": "default", "agent_id": AGENT, "text": talk}
+        )
+        assert added.status_code == 200 and len(added.json()["results"]) == 2, added.text
+    for flags in (["--category", "tasks"], ["--category", "task"], ["--smart"]):
+        query = "which tasks are pending for the TLS certificate" if flags == ["--smart"] else "TLS"
+        out = runner.invoke(
+            cli_app, ["search", "--user", "default", "--query", query, "--json", *flags], env=env
+        )
+        assert out.exit_code == 0, out.output
+        hits = json.loads(out.output)["results"]
+        assert [h["memory"] for h in hits] == [
+            "We need to renew the TLS certificate of the shop by Friday."
+        ], flags
+        assert hits[0]["category"] == "task"
+    ran = runner.invoke(cli_app, ["run", "structure", "--agent", AGENT], env=env)
+    assert ran.exit_code == 0, ran.output
+    folder = tmp_path / "workspaces" / AGENT / "memory" / "structured"
+    assert sorted(p.name for p in folder.glob("*.md")) == ["system.md", "task.md"]
+    with Memory(settings, embedder=embedder) as m, live_server(create_app(memory=m)) as server:
+        got = httpx.get(
+            f"{server.url}/v1/memory_get",
+            params={"agent_id": AGENT, "path": "memory/structured/task.md"},
+        )
+        assert "- We need to renew the TLS certificate of the shop by Friday." in got.text
+        with McpSession.http(f"{server.url}/mcp", {"X-Memoryd-Agent": AGENT}) as mcp:
+            text = mcp.call("memory_get", path="memory/structured/system.md")["text"]
+            assert "PostgreSQL 16 on port 5433" in text
+            found = mcp.call("memory_search", query="shop", category="task")["results"]
+            assert [h["memory"][:20] for h in found] == ["We need to renew the"]

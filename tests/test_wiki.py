@@ -211,8 +211,7 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
     settings = make_settings(tmp_path)
     with Memory(settings, embedder=embedder) as m:
         seed(m)
-    # the MCP server is a subprocess: it imports the code under test, not an installed copy
-    env = face_env(tmp_path, **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
+    env = face_env(tmp_path)
     runner = CliRunner()
     out = runner.invoke(cli_app, ["wiki", "compile", "-a", "dev", "--json"], env=env)
     assert out.exit_code == 0, out.output
@@ -306,3 +305,84 @@ def test_the_nightly_pipeline_is_opt_in(mem: Memory) -> None:
     assert run.counts["files_updated"] >= 5 and run.counts["contested_claims"] == 2
     assert (ws_of(mem).root / "wiki" / "Ana Ruiz.md").is_file()
     assert "files_updated" not in run_pipeline(mem, "wiki").counts  # nothing changed since
+
+
+def test_a_vault_rebuilt_from_nothing_by_another_process_is_byte_identical(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Deterministic across processes too: nothing depends on the hash seed (set ordering)
+    or on which files were there before: wiki/ deleted and compiled again by another
+    process (``memoryd wiki compile``) is the same bytes."""
+    import shutil
+    import subprocess
+
+    root = tmp_path / "workspaces" / "dev" / "wiki"
+
+    def files() -> dict[str, bytes]:
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes()
+            for p in root.rglob("*")
+            if p.is_file() and p.name != "lock"
+        }
+
+    with Memory(make_settings(tmp_path), embedder=embedder) as m:
+        seed(m)
+        assert wiki.compile_wiki(m, ws_of(m)).pages >= 5
+        before = files()
+        shutil.rmtree(root)
+        hash_seed = "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"  # not this one's
+        env = {**face_env(tmp_path), "PATH": os.environ["PATH"], "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run(
+            [sys.executable, "-m", "memoryd.cli", "wiki", "compile", "-a", "dev", "--json"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert files() == before
+        assert wiki.compile_wiki(m, ws_of(m)).written == []
+
+
+def test_cli_adds_and_retires_http_compiles_and_mcp_adds(
+    tmp_path: Path, embedder: Embedder, live_server: Any
+) -> None:
+    settings = make_settings(tmp_path)
+    with Memory(settings, embedder=embedder) as m:
+        ids = seed(m)
+    env, runner = face_env(tmp_path), CliRunner()
+    out = runner.invoke(
+        cli_app,
+        ["wiki", "apply", "-a", "dev", "--page", "Orion", "--text", "Orion runs on Kubernetes",
+         "-e", "MEMORY.md#L4", "--confidence", "0.6", "--json"],
+        env=env,
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    added = json.loads(out.output)["claim"]
+    assert (added["page"], added["status"], added["confidence"]) == ("Orion", "current", 0.6)
+    assert added["evidence"] == ["MEMORY.md#L4"] and added["origin"] == "applied"
+    out = runner.invoke(
+        cli_app, ["wiki", "apply", "-a", "dev", "--retire", added["id"], "--reason", "moved"],
+        env=env,
+    )  # fmt: skip
+    assert out.exit_code == 0 and out.output.startswith("superseded: Orion runs on Kubernetes")
+    out = runner.invoke(cli_app, ["wiki", "get", "Orion", "-a", "dev", "--json"], env=env)
+    (retired,) = [c for c in json.loads(out.output)["claims"] if c["id"] == added["id"]]
+    assert retired["status"] == "superseded" and retired["note"] == "moved"
+
+    m = Memory(settings, embedder=embedder)
+    try:
+        with live_server(create_app(memory=m)) as server:
+            compiled = httpx.post(
+                f"{server.url}/v1/wiki/compile", json={"agent_id": "dev", "dry_run": True}
+            )
+            assert compiled.status_code == 200, compiled.text
+            assert compiled.json()["written"] == [] and compiled.json()["contested"] == 2
+            with McpSession.http(f"{server.url}/mcp", {"X-Memoryd-Agent": "dev"}) as mcp:
+                got = mcp.call(
+                    "wiki_apply", op="add", page="Ana Ruiz", text="Ana Ruiz speaks Portuguese",
+                    evidence=[f"fact:{ids['moved']}"], confidence=0.5,
+                )  # fmt: skip
+                assert got["claim"]["page"] == "Ana Ruiz" and got["compile"]["written"]
+                assert "Error" in mcp.error("wiki_apply", op="add", page="Ana Ruiz", text="t")
+        page = wiki.get(m, ws_of(m), "Ana Ruiz")
+        assert "Ana Ruiz speaks Portuguese" in page["markdown"]
+    finally:
+        m.close()

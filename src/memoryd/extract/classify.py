@@ -135,6 +135,8 @@ _PATTERNS = {
     for cls, words in _WORDS.items()
 }
 CLASSES = tuple(_WORDS)
+#: Where a class's name is not the category memoryd already uses for it.
+CATEGORY_OF_CLASS = {"tasks": "task"}
 
 
 def markers(text: str) -> dict[str, list[str]]:
@@ -142,10 +144,19 @@ def markers(text: str) -> dict[str, list[str]]:
     return {cls: [m.group(0) for m in p.finditer(text)] for cls, p in _PATTERNS.items()}
 
 
-def classify_fact(text: str) -> str | None:
+def fact_class(text: str) -> str | None:
     """``personal``, ``tasks``, ``agents`` or ``system``; None when nothing points anywhere."""
     counts = {cls: len(found) for cls, found in markers(text).items()}
     best = max(counts.values())
     if best == 0:
         return None
     return next(cls for cls in _TIE_ORDER if counts[cls] == best)
+
+
+def classify_fact(text: str) -> str | None:
+    """The category a fact given none is stored under: its class (:func:`fact_class`),
+    but ``task`` for the tasks class, the one name memory_add, the digest and search
+    use (``--category tasks`` means ``task``; a fact stored as ``tasks`` was found by
+    neither). Decay puts ``task`` in the tasks class, so it still expires after 7 days."""
+    cls = fact_class(text)
+    return CATEGORY_OF_CLASS.get(cls, cls) if cls else None

@@ -217,7 +217,7 @@ def review(ctx: PipelineContext, agent: str) -> Review:
                 continue
             out.excerpts += 1
             text = _distil(ctx, record.text, now)
-            source = f"{record.source.path}#L{record.source.start_line}-L{record.source.end_line}"
+            source = record.source.citation
         for word in concepts(text):
             words[word] += recall.count
             word_days.setdefault(word, set()).update(recall.days)
