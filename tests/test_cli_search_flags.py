@@ -78,6 +78,20 @@ def test_smart_looks_where_the_question_points(run) -> None:  # type: ignore[no-
     assert anywhere["intent"]["categories"] == [] and anywhere["results"]
 
 
+def test_smart_finds_facts_the_organizer_classed(run) -> None:  # type: ignore[no-untyped-def]
+    """A fact stored with no category is classed system/personal (extract/classify.py);
+    an environment question must still find it while an environment fact matches too."""
+    code, out = run("add", "--user", "boss", "--agent", "ops", "--no-infer", "--text",
+                    "The staging database listens on port 5433", "--metadata",
+                    json.dumps({"category": "system"}))  # fmt: skip
+    assert code == 0, out
+    got = _search(run, "--query", "which port does the staging database use", "--smart")
+    assert got["intent"]["categories"] == ["environment", "system"]
+    found = [h["memory"] for h in got["results"]]
+    assert "The staging database listens on port 5433" in found
+    assert "The deploy server listens on port 8443 on deploy-1" in found
+
+
 def test_the_flags_work_through_a_server(run, tmp_path: Path, live_server) -> None:  # type: ignore[no-untyped-def]
     from memoryd.settings import Settings
 
@@ -99,7 +113,9 @@ def test_intent_rules_and_the_llm() -> None:
 
     assert category_name("Lessons") == "experience" and category_name("decision") == "decision"
     assert analyse("why did we choose pgvector").categories == ["decision"]
-    assert analyse("which port does staging use").categories == ["environment"]
+    # a fact the organizer classed system/personal answers environment/preference questions
+    assert analyse("which port does staging use").categories == ["environment", "system"]
+    assert analyse("what is her favourite food").categories == ["preference", "personal"]
     assert analyse("tell me about Lisbon").categories == []
     with FakeLLM() as fake:
         settings = LLMSettings(provider="openai")

@@ -33,6 +33,11 @@ CATEGORIES = (
 )
 #: names people use for a category on the command line
 ALIASES = {"lesson": "experience", "lessons": "experience", "howto": "procedural", "tasks": "task"}
+#: the organizer's classes (extract/classify.py) that facts given no category are stored
+#: under, searched together with the category they overlap: a port fact classed
+#: ``system`` answers an ``environment`` question, a taste classed ``personal`` a
+#: ``preference`` question
+CLASSES_OF = {"environment": ("system",), "preference": ("personal",)}
 
 _RULES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     (re.compile(p, re.IGNORECASE), cats)
@@ -73,7 +78,15 @@ def analyse(query: str, llm: LLM | None = None) -> Intent:
     for pattern, names in _RULES:
         if pattern.search(query):
             cats += [c for c in names if c not in cats]
-    return Intent(query, cats)
+    return Intent(query, _with_classes(cats))
+
+
+def _with_classes(categories: list[str]) -> list[str]:
+    """``categories`` followed by the organizer classes that overlap them (:data:`CLASSES_OF`)."""
+    out = list(categories)
+    for c in categories:
+        out += [k for k in CLASSES_OF.get(c, ()) if k not in out]
+    return out
 
 
 def _ask(llm: LLM, query: str) -> Intent:
@@ -91,4 +104,4 @@ def _ask(llm: LLM, query: str) -> Intent:
     cats = [c for c in data.get("categories") or [] if c in CATEGORIES]
     rewritten = data.get("query")
     text = rewritten.strip() if isinstance(rewritten, str) and rewritten.strip() else query
-    return Intent(text, cats, "llm")
+    return Intent(text, _with_classes(cats), "llm")
