@@ -318,7 +318,7 @@ def score(
 def summarise(rows: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
     def mean(selected: list[dict[str, float]]) -> dict[str, float]:
         keys = selected[0].keys() if selected else []
-        return {k: round(float(np.mean([r[k] for r in selected])), 3) for k in keys}
+        return {k: round(float(np.mean([r[k] for r in selected])), 4) for k in keys}
 
     main = [r for c, r in rows if c != ADVERSARIAL]
     by_cat: dict[str, list[dict[str, float]]] = defaultdict(list)

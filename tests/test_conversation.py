@@ -19,6 +19,7 @@ from memoryd.core import Memory
 from memoryd.errors import InvalidInputError
 from memoryd.models import Filters, Origin
 from memoryd.pipelines import diary
+from memoryd.workspace.bootstrap import init_workspace
 from memoryd.workspace.indexer import index_workspace
 from memoryd.workspace.layout import resolve_workspace
 
@@ -367,3 +368,34 @@ def test_workspace_search_returns_turns_within_a_token_budget(memory: Memory) ->
         for h in hits
     )
     assert len(memory_search(memory, ws, "deploy failed", max_results=35)) == 35  # asked: a count
+
+
+def test_the_token_budget_is_filled_best_first_past_a_hit_too_long(memory: Memory) -> None:
+    """A hit too long for what is left of the budget is passed over, and shorter ones
+    after it still come back (a budget that stopped at the first misfit returned less)."""
+    from memoryd.workspace.search import memory_search
+
+    ws = resolve_workspace(memory.settings, "alpha", memory.store)
+    init_workspace(ws.root)
+    long_story = " ".join(f"the deploy of service 3 failed at step {n};" for n in range(20))
+    (ws.memory_dir / "deploys.md").write_text(
+        "# Deploys\n\n"
+        + "".join(f"## Service {n}\nThe deploy of service {n} failed.\n\n" for n in range(4))
+        + "## Step by step\n" + long_story + "\n\n"
+        + "".join(f"## Week {n}\nWe talked about deploys in week {n}.\n\n" for n in range(6))
+    )  # fmt: skip
+    index_workspace(memory, ws)
+    query = "the deploy of service 3 failed"
+    ranked = memory_search(memory, ws, query, max_results=20)
+    cost = [memory.embedder.count_tokens(h.to_json()["snippet"]) for h in ranked]
+    long_at = cost.index(max(cost))
+    assert cost[long_at] > 100 and 0 < long_at < len(ranked) - 1  # a long hit amid short ones
+    budget = sum(cost[:long_at]) + 30
+    got = [h.hit.id for h in memory_search(memory, ws, query, max_tokens=budget)]
+    want, used = [], 0
+    for h, c in zip(ranked, cost, strict=True):
+        if not want or used + c <= budget:
+            want.append(h.hit.id)
+            used += c
+    assert got == want and ranked[long_at].hit.id not in got
+    assert ranked[long_at + 1].hit.id in got  # the next, shorter hit still fits

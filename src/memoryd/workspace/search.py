@@ -11,7 +11,9 @@ How much comes back is a token budget (``workspace.result_tokens``, 1,000 of
 the embedding model's tokens) as well as a count (``workspace.max_results``):
 OpenClaw's 6 hits of ~700 characters cost about 1,000 tokens, and diary turns
 are chunked one by one, so the same budget now holds ~25 turns instead of 6
-two-turn sections. The best hit is always returned, whatever its size.
+two-turn sections. The best hit is always returned, whatever its size; a hit
+too long for what is left of the budget is passed over for shorter ones after
+it, so the budget is filled, best first.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def memory_search(
     for hit in hits[:k]:
         cost = memory.embedder.count_tokens(snippet(said(hit.record), settings.snippet_chars))
         if out and budget is not None and used + cost > budget:
-            break
+            continue  # too long for what is left: a shorter hit further down may fit
         out.append(WorkspaceHit(hit))
         used += cost
     return out
