@@ -155,9 +155,10 @@ def test_the_workspace_is_the_owners_and_the_agents(
     owner = memory.settings.workspace.user_id
     owners_key = Principal(name="k", users=[owner], agents=["dev"])
     assert memory.scope(owners_key, agent_id="dev").files().agent_id == "dev"
-    assert memory.scope(owners_key).may_use_files("dev")
-    assert not memory.scope(owners_key).may_use_files("ops")
-    assert memory.scope(owners_key).agents() == ["dev"] and memory.scope(BOB).agents() == []
+    assert memory.scope(owners_key).workspaces().may_use("dev")
+    assert not memory.scope(owners_key).workspaces().may_use("ops")
+    assert memory.scope(owners_key).workspaces().agents() == ["dev"]
+    assert memory.scope(BOB).workspaces().agents() == []
 
 
 def test_spans_split_a_key_into_the_scopes_it_covers(memory: Memory) -> None:
@@ -190,10 +191,10 @@ def test_pipeline_runs_show_notes_to_admin_keys_only(memory: Memory) -> None:
             {**run, "run_id": "d2", "agent": "dev", "started_at": "2026-03-28T02:00:00+00:00"},
         ],
     )
-    runs = memory.scope(LOCAL).pipelines()["runs"]
+    runs = memory.scope(LOCAL).workspaces().pipelines()["runs"]
     assert [(r["run_id"], r["notes"]) for r in runs] == [("d2", run["notes"]), ("d1", run["notes"])]
     owners_key = Principal(name="k", users=[memory.settings.workspace.user_id], agents=["dev"])
-    status = memory.scope(owners_key).pipelines()
+    status = memory.scope(owners_key).workspaces().pipelines()
     assert [(r["run_id"], r["notes"]) for r in status["runs"]] == [("d2", [])]
     (dream,) = [p for p in status["pipelines"] if p["name"] == "dream"]
     assert dream["last_run"]["run_id"] == "d2" and dream["last_run"]["notes"] == []

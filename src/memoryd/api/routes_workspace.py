@@ -264,7 +264,10 @@ async def workspaces(request: Request, p: Principal = Depends(principal)) -> dic
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        results = [mem.scope(p, agent_id=agent).files().status() for agent in mem.scope(p).agents()]
+        results = [
+            mem.scope(p, agent_id=agent).files().status()
+            for agent in mem.scope(p).workspaces().agents()
+        ]
         return {"results": results}
 
     return await run_in_threadpool(run)

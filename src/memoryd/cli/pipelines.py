@@ -205,7 +205,9 @@ def pipelines_command(
 ) -> None:
     """The pipelines, their schedules, next and last runs, and recent runs."""
     with open_memory() as mem:
-        status = mem.scope(LOCAL).pipelines(name=name, limit=limit)  # all of it: an admin's view
+        status = (
+            mem.scope(LOCAL).workspaces().pipelines(name=name, limit=limit)
+        )  # all of it: an admin's view
     if as_json:
         print_json(status)
         return
