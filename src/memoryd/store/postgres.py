@@ -42,15 +42,8 @@ from memoryd.search import turns
 from memoryd.search.entities import names_of
 from memoryd.search.text import query_words, words
 from memoryd.settings import PostgresStoreSettings, StoreSettings
-from memoryd.store import Store, register_store
-from memoryd.store.sql import (
-    Connection,
-    Dialect,
-    SQLStore,
-    key_value_table,
-    record_columns,
-    shared_tables,
-)
+from memoryd.store import Store, register_store, sql
+from memoryd.store.sql import Connection, Dialect, SQLStore
 
 if TYPE_CHECKING:
     import psycopg
@@ -348,13 +341,13 @@ class PostgresStore(SQLStore):
                         seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
                         id TEXT NOT NULL UNIQUE,
                         text TEXT NOT NULL,
-                        {record_columns(DIALECT)},
+                        {sql.record_columns(DIALECT)},
                         embedding vector,
                         tsv tsvector NOT NULL
                     )""",
                     f"CREATE INDEX memories_tsv ON {m} USING gin (tsv)",
-                    *shared_tables(DIALECT, m, self.t_history, self.t_cache, self.t_kv),
-                    key_value_table(self.t_meta),
+                    *sql.shared_tables(DIALECT, m, self.t_history, self.t_cache, self.t_kv),
+                    sql.key_value_table(self.t_meta),
                 ],
             ),
             (

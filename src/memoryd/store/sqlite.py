@@ -33,15 +33,8 @@ from memoryd.models import Filters, MemoryRecord, RankFacts
 from memoryd.search import turns
 from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
-from memoryd.store import register_store, snapshot
-from memoryd.store.sql import (
-    Connection,
-    Dialect,
-    SQLStore,
-    key_value_table,
-    record_columns,
-    shared_tables,
-)
+from memoryd.store import register_store, snapshot, sql
+from memoryd.store.sql import Connection, Dialect, SQLStore
 from memoryd.store.vectors import VectorIndex, headroom
 
 log = logging.getLogger(__name__)
@@ -86,7 +79,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             id TEXT NOT NULL UNIQUE,
             text TEXT NOT NULL,
             index_text TEXT NOT NULL,
-            {record_columns(DIALECT)},
+            {sql.record_columns(DIALECT)},
             embedding BLOB
         );
 
@@ -114,7 +107,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
         END;
         """,
     )
-    shared = shared_tables(
+    shared = sql.shared_tables(
         DIALECT, "memories", "history", "embed_cache", "kv", cache_options=" WITHOUT ROWID"
     )
     for statement in shared:
@@ -275,7 +268,7 @@ class SQLiteStore(SQLStore):
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
             )
-            self._db.execute(key_value_table("meta", if_not_exists=True))
+            self._db.execute(sql.key_value_table("meta", if_not_exists=True))
             done = {r[0] for r in self._db.execute("SELECT name FROM migrations")}
             for name, migration in MIGRATIONS:
                 if name not in done:
