@@ -9,6 +9,7 @@ and ``--url``) and the dashboard answer the same, because each goes through Scop
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,12 @@ from typer.testing import CliRunner
 from memoryd.access import LOCAL, Principal
 from memoryd.api import create_app
 from memoryd.cli import app
+from memoryd.client import MemoryClient
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.errors import NotFoundError, PermissionDeniedError, ReadOnlyError
 from memoryd.models import Filters, Origin, State
+from memoryd.scope import Scope
 from memoryd.settings import ApiKey, Settings
 from memoryd.shapes import FilterSpec
 from memoryd.workspace.indexer import index_workspace
@@ -352,3 +355,10 @@ def test_the_memory_routes_declare_the_shapes_they_answer(served: tuple[Any, Mem
     hit = spec["components"]["schemas"]["HitOut"]
     assert {"id", "memory", "score", "parts", "memory_type"} <= set(hit["required"])
     assert "snippet" in hit["properties"] and "snippet" not in hit["required"]
+
+
+def test_the_clients_searches_take_the_scopes_signature() -> None:
+    """A search option added to Scope reaches ``memoryd search --url`` with no client edit."""
+    for name in ("search", "search_combined"):
+        remote, local = getattr(MemoryClient, name), getattr(Scope, name)
+        assert inspect.signature(remote) == inspect.signature(local)
