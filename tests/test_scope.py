@@ -9,6 +9,7 @@ and ``--url``) and the dashboard answer the same, because each goes through Scop
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,12 @@ from typer.testing import CliRunner
 from memoryd.access import LOCAL, Principal
 from memoryd.api import create_app
 from memoryd.cli import app
+from memoryd.client import MemoryClient
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.errors import NotFoundError, PermissionDeniedError, ReadOnlyError
 from memoryd.models import Filters, Origin, State
+from memoryd.scope import Scope
 from memoryd.settings import ApiKey, Settings
 from memoryd.shapes import FilterSpec
 from memoryd.workspace.indexer import index_workspace
@@ -155,9 +158,10 @@ def test_the_workspace_is_the_owners_and_the_agents(
     owner = memory.settings.workspace.user_id
     owners_key = Principal(name="k", users=[owner], agents=["dev"])
     assert memory.scope(owners_key, agent_id="dev").files().agent_id == "dev"
-    assert memory.scope(owners_key).may_use_files("dev")
-    assert not memory.scope(owners_key).may_use_files("ops")
-    assert memory.scope(owners_key).agents() == ["dev"] and memory.scope(BOB).agents() == []
+    assert memory.scope(owners_key).workspaces().may_use("dev")
+    assert not memory.scope(owners_key).workspaces().may_use("ops")
+    assert memory.scope(owners_key).workspaces().agents() == ["dev"]
+    assert memory.scope(BOB).workspaces().agents() == []
 
 
 def test_spans_split_a_key_into_the_scopes_it_covers(memory: Memory) -> None:
@@ -190,10 +194,10 @@ def test_pipeline_runs_show_notes_to_admin_keys_only(memory: Memory) -> None:
             {**run, "run_id": "d2", "agent": "dev", "started_at": "2026-03-28T02:00:00+00:00"},
         ],
     )
-    runs = memory.scope(LOCAL).pipelines()["runs"]
+    runs = memory.scope(LOCAL).workspaces().pipelines()["runs"]
     assert [(r["run_id"], r["notes"]) for r in runs] == [("d2", run["notes"]), ("d1", run["notes"])]
     owners_key = Principal(name="k", users=[memory.settings.workspace.user_id], agents=["dev"])
-    status = memory.scope(owners_key).pipelines()
+    status = memory.scope(owners_key).workspaces().pipelines()
     assert [(r["run_id"], r["notes"]) for r in status["runs"]] == [("d2", [])]
     (dream,) = [p for p in status["pipelines"] if p["name"] == "dream"]
     assert dream["last_run"]["run_id"] == "d2" and dream["last_run"]["notes"] == []
@@ -351,3 +355,10 @@ def test_the_memory_routes_declare_the_shapes_they_answer(served: tuple[Any, Mem
     hit = spec["components"]["schemas"]["HitOut"]
     assert {"id", "memory", "score", "parts", "memory_type"} <= set(hit["required"])
     assert "snippet" in hit["properties"] and "snippet" not in hit["required"]
+
+
+def test_the_clients_searches_take_the_scopes_signature() -> None:
+    """A search option added to Scope reaches ``memoryd search --url`` with no client edit."""
+    for name in ("search", "search_combined"):
+        remote, local = getattr(MemoryClient, name), getattr(Scope, name)
+        assert inspect.signature(remote) == inspect.signature(local)

@@ -4,7 +4,9 @@
 answers with the same :mod:`memoryd.shapes` models, parsed from the
 ``/memory/*`` routes' JSON. So ``memoryd search --url ...`` is ``memoryd search``
 against another machine: the CLI holds either a local scope
-(``memory.scope(...)``) or this client, and calls the same methods.
+(``memory.scope(...)``) or this client, and calls the same methods. The searches,
+whose every argument goes to the server as it is, take their signature from
+``Scope`` itself (:func:`_forwards`); the other operations translate theirs.
 
 Errors come back as the named memoryd errors the server raised (message and
 hint intact), so a remote failure reads like a local one.
@@ -13,17 +15,49 @@ hint intact), so a remote failure reads like a local one.
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import quote
 
 import httpx
 
 from memoryd import errors
 from memoryd.errors import InvalidInputError, MemorydError, UpstreamError
+from memoryd.scope import Scope
 from memoryd.search.intent import Intent, analyse
 from memoryd.shapes import Combined, Deleted, EventOut, FilterSpec, HistoryOut, HitOut, MemoryOut
 from memoryd.shapes import Page as PageOut
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _forwards(
+    op: Callable[Concatenate[Scope, P], R],
+) -> Callable[
+    [Callable[[MemoryClient, dict[str, Any]], R]], Callable[Concatenate[MemoryClient, P], R]
+]:
+    """The client's ``op``, with the scope's signature (written once, in ``Scope``): the
+    decorated body gets every argument by name, defaults filled in, to send as it is."""
+    signature = inspect.signature(op)
+
+    def wrap(
+        send: Callable[[MemoryClient, dict[str, Any]], R],
+    ) -> Callable[Concatenate[MemoryClient, P], R]:
+        @functools.wraps(op)
+        def call(client: MemoryClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            bound = signature.bind(None, *args, **kwargs)
+            bound.apply_defaults()
+            named = dict(bound.arguments)
+            del named["self"]
+            return send(client, named)
+
+        return call
+
+    return wrap
 
 
 class MemoryClient:
@@ -171,56 +205,19 @@ class MemoryClient:
         page = self._call("GET", "/memory/list", params=params)
         return PageOut.model_validate(page)
 
-    def search(
-        self,
-        query: str,
-        *,
-        run_id: str | None = None,
-        top_k: int = 5,
-        min_score: float | None = None,
-        filters: FilterSpec | None = None,
-        mode: str = "hybrid",
-        time_decay: bool | None = None,
-        include_shared: bool = True,
-        include_archived: bool = False,
-    ) -> builtins.list[HitOut]:
-        payload = self._scoped(
-            query=query,
-            run_id=run_id,
-            top_k=top_k,
-            min_score=min_score,
-            filters=_filters(filters),
-            mode=mode,
-            time_decay=time_decay,
-            include_shared=include_shared,
-            include_archived=include_archived,
-        )
-        body = self._call("POST", "/memory/search", json=payload)
+    @_forwards(Scope.search)
+    def search(self, args: dict[str, Any]) -> builtins.list[HitOut]:
+        body = self._call("POST", "/memory/search", json=self._search_body(args))
         return [HitOut.model_validate(h) for h in body["results"]]
 
-    def search_combined(
-        self,
-        query: str,
-        *,
-        long_term_top_k: int = 5,
-        short_term_top_k: int = 5,
-        recent_days: int = 7,
-        min_score: float | None = None,
-        filters: FilterSpec | None = None,
-        mode: str = "hybrid",
-        time_decay: bool | None = None,
-    ) -> Combined:
-        payload = self._scoped(
-            query=query,
-            long_term_top_k=long_term_top_k,
-            short_term_top_k=short_term_top_k,
-            recent_days=recent_days,
-            min_score=min_score,
-            filters=_filters(filters),
-            mode=mode,
-            time_decay=time_decay,
-        )
-        return Combined.model_validate(self._call("POST", "/memory/search_combined", json=payload))
+    @_forwards(Scope.search_combined)
+    def search_combined(self, args: dict[str, Any]) -> Combined:
+        body = self._call("POST", "/memory/search_combined", json=self._search_body(args))
+        return Combined.model_validate(body)
+
+    def _search_body(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A search's every argument as the route's field of the same name, scoped."""
+        return self._scoped(**{**args, "filters": _filters(args["filters"])})
 
     def intent(self, query: str) -> Intent:
         """What the query is after: rules (the server's LLM is not offered over HTTP)."""

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from memoryd.core import Memory
     from memoryd.pipelines.scheduler import PipelineScheduler
 
-__all__ = ["AgentFiles", "Scope"]
+__all__ = ["AgentFiles", "Scope", "WorkspaceAccess"]
 
 
 class Scope:
@@ -81,7 +81,7 @@ class Scope:
         """Raise unless the caller's key covers this scope's user and agent (403)."""
         self.caller.check(self.user_id, self.agent_id)
 
-    def owns(self, record: MemoryRecord) -> bool:
+    def _owns(self, record: MemoryRecord) -> bool:
         """Whether this scope may change ``record`` (a file chunk aside: Memory refuses it)."""
         return (
             self.user_id in (None, record.user_id)
@@ -97,7 +97,7 @@ class Scope:
             and memory_type(record, self.shared) == SHARED
             and self.caller.can_access(self.user_id, self.agent_id)
         )
-        return pooled or self.owns(record)
+        return pooled or self._owns(record)
 
     def spans(self) -> builtins.list[Scope]:
         """This scope as scopes the key covers one by one, for a face that merges their
@@ -140,7 +140,7 @@ class Scope:
 
     def _writable(self, memory_id: str, *, include_deleted: bool = False) -> MemoryRecord:
         record = self.record(memory_id, include_deleted=include_deleted)
-        if not self.owns(record):
+        if not self._owns(record):
             raise PermissionDeniedError(
                 f"memory {memory_id} is shared by agent {record.agent_id!r}; only it can change it",
                 "write your own memory instead (e.g. the corrected lesson)",
@@ -155,50 +155,13 @@ class Scope:
                 "name the agent: `memoryd mcp --agent ID`, the X-Memoryd-Agent header, or agent_id",
             )
         ws = resolve_workspace(self.memory.settings, self.agent_id, self.memory.store)
-        if not self.may_use_files(self.agent_id):
+        if not self.workspaces().may_use(self.agent_id):
             self.caller.check(workspace_owner(self.memory.settings), self.agent_id)  # 403
         return AgentFiles(self.memory, ws, self.user_id)
 
-    def may_use_files(self, agent_id: str) -> bool:
-        """Whether the caller may use ``agent_id``'s workspace (its files, chunks, runs):
-        a key covering the workspace owner and the agent, or this scope acting as that
-        agent (an agent reads its own files, whichever user it serves)."""
-        acting = (
-            agent_id == self.agent_id
-            and self.user_id is not None
-            and self.caller.can_access(self.user_id, agent_id)
-        )
-        return acting or self.caller.can_access(workspace_owner(self.memory.settings), agent_id)
-
-    def agents(self) -> builtins.list[str]:
-        """The workspace agents whose files the caller may use."""
-        known = known_agents(self.memory.settings, self.memory.store)
-        return [agent for agent in known if self.may_use_files(agent)]
-
-    def pipelines(
-        self,
-        scheduler: PipelineScheduler | None = None,
-        *,
-        name: str | None = None,
-        limit: int = 50,
-    ) -> dict[str, Any]:
-        """The pipelines (schedule, next and last run) and recent runs, newest first, as the
-        caller may see them: run notes can quote memory text, so only an admin key sees
-        notes and errors; another key sees the runs of the agents whose files it may use
-        (and runs for no agent), without them. ``scheduler``: this process's, if it runs one."""
-        status = pipelines_status(self.memory, scheduler, name=name, limit=limit)
-        if self.caller.admin:
-            return status
-        hidden: dict[str, Any] = {"notes": [], "errors": [], "error": None}
-        status["runs"] = [
-            {**run, **hidden}
-            for run in status["runs"]
-            if run.get("agent") is None or self.may_use_files(run["agent"])
-        ]
-        for spec in status["pipelines"]:
-            if spec.get("last_run"):
-                spec["last_run"] = {**spec["last_run"], **hidden}
-        return status
+    def workspaces(self) -> WorkspaceAccess:
+        """The agents' workspaces the caller may use: which, and their pipeline runs."""
+        return WorkspaceAccess(self)
 
     def today(self) -> str:
         """Today's date in the workspace time zone: the run id of today's short-term
@@ -420,3 +383,54 @@ class Scope:
             results=[HitOut.of(h) for h in ranked],
             counts={"long_term": len(long_term), "short_term": len(both.short_term)},
         )
+
+
+class WorkspaceAccess:
+    """Which agents' workspaces one scope's caller may use, and what of their pipeline
+    runs it may see (:meth:`Scope.workspaces`); :meth:`Scope.files` opens one."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.memory = scope.memory
+
+    def may_use(self, agent_id: str) -> bool:
+        """Whether the caller may use ``agent_id``'s workspace (its files, chunks, runs):
+        a key covering the workspace owner and the agent, or the scope acting as that
+        agent (an agent reads its own files, whichever user it serves)."""
+        scope, caller = self.scope, self.scope.caller
+        acting = (
+            agent_id == scope.agent_id
+            and scope.user_id is not None
+            and caller.can_access(scope.user_id, agent_id)
+        )
+        return acting or caller.can_access(workspace_owner(self.memory.settings), agent_id)
+
+    def agents(self) -> builtins.list[str]:
+        """The workspace agents whose files the caller may use."""
+        known = known_agents(self.memory.settings, self.memory.store)
+        return [agent for agent in known if self.may_use(agent)]
+
+    def pipelines(
+        self,
+        scheduler: PipelineScheduler | None = None,
+        *,
+        name: str | None = None,
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        """The pipelines (schedule, next and last run) and recent runs, newest first, as the
+        caller may see them: run notes can quote memory text, so only an admin key sees
+        notes and errors; another key sees the runs of the agents whose files it may use
+        (and runs for no agent), without them. ``scheduler``: this process's, if it runs one."""
+        status = pipelines_status(self.memory, scheduler, name=name, limit=limit)
+        if self.scope.caller.admin:
+            return status
+        hidden: dict[str, Any] = {"notes": [], "errors": [], "error": None}
+        status["runs"] = [
+            {**run, **hidden}
+            for run in status["runs"]
+            if run.get("agent") is None or self.may_use(run["agent"])
+        ]
+        for spec in status["pipelines"]:
+            if spec.get("last_run"):
+                spec["last_run"] = {**spec["last_run"], **hidden}
+        return status

@@ -57,6 +57,12 @@ class _Shape(BaseModel):
                     del out[name]
         return out
 
+    def _pick(self, *names: str, if_set: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A brief view: the fields ``names``, then those of ``if_set`` that are not None."""
+        out = {name: getattr(self, name) for name in names}
+        out.update((name, v) for name in if_set if (v := getattr(self, name)) is not None)
+        return out
+
 
 # -- request side ------------------------------------------------------------------------------
 class FilterSpec(BaseModel):
@@ -109,6 +115,21 @@ class FilterSpec(BaseModel):
         return Filters().model_copy(update=update)
 
 
+def _of_record(r: MemoryRecord) -> dict[str, Any]:
+    """What a memory and a search hit both say of the record."""
+    return {
+        "metadata": r.metadata,
+        "category": r.category,
+        "user_id": r.user_id,
+        "agent_id": r.agent_id,
+        "run_id": r.run_id,
+        "origin": str(r.origin),
+        "created_at": r.created_at.isoformat(),
+        "updated_at": r.updated_at.isoformat(),
+        "citation": r.source.citation if r.source else None,
+    }
+
+
 # -- answers -----------------------------------------------------------------------------------
 class MemoryOut(_Shape):
     """One memory (``GET /memory/{id}``, list pages, update and restore answers)."""
@@ -138,36 +159,19 @@ class MemoryOut(_Shape):
             id=r.id,
             memory=r.text,
             hash=r.hash,
-            metadata=r.metadata,
-            category=r.category,
-            user_id=r.user_id,
-            agent_id=r.agent_id,
-            run_id=r.run_id,
             memory_type=memory_type(r, shared_categories),
-            origin=str(r.origin),
             state=str(r.state),
-            created_at=r.created_at.isoformat(),
-            updated_at=r.updated_at.isoformat(),
             event_at=r.event_at.isoformat() if r.event_at else None,
             source=r.source.model_dump() if r.source else None,
-            citation=r.source.citation if r.source else None,
+            **_of_record(r),
         )
 
     def brief(self) -> dict[str, Any]:
         """What an MCP tool shows a model of a memory."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "memory": self.memory,
-            "category": self.category,
-            "memory_type": self.memory_type,
-            "agent_id": self.agent_id,
-            "state": self.state,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-        }
-        if self.citation is not None:
-            out["citation"] = self.citation
-        return out
+        return self._pick(
+            "id", "memory", "category", "memory_type", "agent_id", "state", "created_at",
+            "updated_at", if_set=("citation",),
+        )  # fmt: skip
 
 
 class HitOut(_Shape):
@@ -202,37 +206,18 @@ class HitOut(_Shape):
             score=round(h.score, 6),
             original_score=_score(h.original_score),
             memory_type=h.memory_type,
-            created_at=r.created_at.isoformat(),
-            updated_at=r.updated_at.isoformat(),
-            metadata=r.metadata,
-            category=r.category,
-            user_id=r.user_id,
-            agent_id=r.agent_id,
-            run_id=r.run_id,
-            origin=str(r.origin),
             parts={k: round(v, 6) for k, v in h.parts.model_dump(exclude_none=True).items()},
-            citation=r.source.citation if r.source else None,
             snippet=snippet(r.text) if r.source is not None else None,
             state=str(r.state) if r.state != RecordState.ACTIVE else None,
+            **_of_record(r),
         )
 
     def brief(self) -> dict[str, Any]:
         """What an MCP tool shows a model of a hit."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "memory": self.memory,
-            "score": self.score,
-            "parts": self.parts,
-            "memory_type": self.memory_type,
-            "category": self.category,
-            "agent_id": self.agent_id,
-            "created_at": self.created_at,
-        }
-        if self.original_score is not None:
-            out["original_score"] = self.original_score
-        if self.citation is not None:
-            out["citation"] = self.citation
-        return out
+        return self._pick(
+            "id", "memory", "score", "parts", "memory_type", "category", "agent_id",
+            "created_at", if_set=("original_score", "citation"),
+        )  # fmt: skip
 
 
 class EventOut(_Shape):

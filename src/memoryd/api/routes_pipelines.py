@@ -5,7 +5,7 @@ crontab, whether ``serve`` schedules it, its next scheduled run (when this
 server runs the scheduler) and its last run; then recent runs, newest first.
 Run notes can quote memory text, so only admin keys see notes and errors of
 runs; other keys see the runs of the agents they may access, without them
-(:meth:`memoryd.scope.Scope.pipelines` holds that rule).
+(:meth:`memoryd.scope.WorkspaceAccess.pipelines` holds that rule).
 """
 
 from __future__ import annotations
@@ -31,5 +31,5 @@ async def get_pipelines(
 ) -> dict[str, Any]:
     mem: Memory = request.app.state.memory
     scheduler = getattr(request.app.state, "pipeline_scheduler", None)
-    scope = mem.scope(p)
-    return await run_in_threadpool(scope.pipelines, scheduler, name=name, limit=limit)
+    runs = mem.scope(p).workspaces()
+    return await run_in_threadpool(runs.pipelines, scheduler, name=name, limit=limit)

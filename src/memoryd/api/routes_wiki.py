@@ -9,21 +9,18 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memoryd import wiki
 from memoryd.api.auth import Principal, principal
-from memoryd.api.routes_workspace import on_files
+from memoryd.api.routes_workspace import AgentBody, on_files
 from memoryd.file_shapes import CompileOut, WikiApplied, WikiHits, WikiPage, WikiProblems
 from memoryd.scope import AgentFiles
 
 router = APIRouter(prefix="/v1/wiki", tags=["wiki"])
 
 
-class CompileBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str
+class CompileBody(AgentBody):
     dry_run: bool = False
 
 
@@ -59,10 +56,7 @@ async def get_page(
     return await on_files(request, p, agent_id, lambda files: {"result": files.wiki_get(page)})
 
 
-class ApplyBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str
+class ApplyBody(AgentBody):
     op: Literal["add", "retire"]
     page: str | None = Field(default=None, max_length=500)
     text: str | None = Field(default=None, max_length=20_000)

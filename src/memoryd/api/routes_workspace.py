@@ -35,6 +35,15 @@ from memoryd.scope import AgentFiles
 router = APIRouter(prefix="/v1", tags=["workspace"])
 
 
+class AgentBody(BaseModel):
+    """A request body that names the agent whose files it works on (also the wiki
+    routes'); a field the route does not know is refused, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+
+
 def _memory(request: Request) -> Memory:  # also the wiki routes'
     mem: Memory = request.app.state.memory
     return mem
@@ -70,10 +79,7 @@ async def get_file(
     )
 
 
-class SearchBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str
+class SearchBody(AgentBody):
     query: str
     max_results: int | None = Field(default=None, ge=1, le=100)
     max_tokens: int | None = Field(
@@ -122,10 +128,7 @@ async def session_context(
     return await on_files(request, p, agent_id, run)
 
 
-class SessionEndBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str
+class SessionEndBody(AgentBody):
     messages: list[dict[str, Any]]
     session_id: str | None = None
     limit: int | None = Field(default=None, ge=1, le=200, description="last N messages (15)")
@@ -146,10 +149,7 @@ async def session_end(
     return await on_files(request, p, body.agent_id, run)
 
 
-class FlushBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str
+class FlushBody(AgentBody):
     notes: list[str] | str | None = Field(
         default=None, description="durable facts to keep, written as given"
     )
@@ -174,10 +174,7 @@ async def flush_notes(
     )
 
 
-class BackfillBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str
+class BackfillBody(AgentBody):
     path: str = Field(default="memory", max_length=1000)
     stage_short_term: bool = False
     rollback: bool = False
@@ -247,10 +244,7 @@ async def commitment_done(
     )
 
 
-class IndexBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str
+class IndexBody(AgentBody):
     force: bool = False
 
 
@@ -270,7 +264,10 @@ async def workspaces(request: Request, p: Principal = Depends(principal)) -> dic
     mem = _memory(request)
 
     def run() -> dict[str, Any]:
-        results = [mem.scope(p, agent_id=agent).files().status() for agent in mem.scope(p).agents()]
+        results = [
+            mem.scope(p, agent_id=agent).files().status()
+            for agent in mem.scope(p).workspaces().agents()
+        ]
         return {"results": results}
 
     return await run_in_threadpool(run)

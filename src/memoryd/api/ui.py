@@ -462,7 +462,7 @@ def pipeline_runs(memory: Memory, principal: Principal) -> list[dict[str, Any]]:
         if not isinstance(run, dict) or not run.get("name"):
             continue
         agent = run.get("agent")
-        if not principal.admin and agent is not None and not scope.may_use_files(agent):
+        if not principal.admin and agent is not None and not scope.workspaces().may_use(agent):
             continue
         errors = [str(e) for e in run.get("errors") or []]
         if run.get("error") and str(run["error"]) not in errors:
@@ -499,7 +499,7 @@ def dream_reports(memory: Memory, principal: Principal, *, per_agent: int = 3) -
     the agent's files (:meth:`Scope.files`), which keep every read inside the workspace.
     """
     reports: list[DreamReport] = []
-    for agent in memory.scope(principal).agents():
+    for agent in memory.scope(principal).workspaces().agents():
         try:
             text = memory.scope(principal, agent_id=agent).files().dreams().text
         except MemorydError as exc:  # e.g. a DREAMS.md symlinked out of the workspace

@@ -16,11 +16,12 @@ stores the text as given).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 from rich.markup import escape
 from rich.table import Table
 
@@ -52,6 +53,7 @@ KeyOpt = Annotated[
 ]
 IdOpt = Annotated[str | None, typer.Option("--id", help="memory id (or pass it as an argument)")]
 IdArg = Annotated[str | None, typer.Argument(help="memory id")]
+T = TypeVar("T")
 
 
 @contextmanager
@@ -97,12 +99,27 @@ def _json_arg(raw: str | None, flag: str, kind: type, example: str) -> Any:
     return value
 
 
-def _one_id(arg: str | None, opt: str | None) -> str:
-    chosen = arg or opt
-    if not chosen:
-        usage("which memory? pass its id (memoryd get ID, or --id ID)")
-    assert chosen is not None
-    return chosen
+def _on_id(
+    url: str | None,
+    key: str | None,
+    arg: str | None,
+    opt: str | None,
+    op: Callable[[Scope | MemoryClient, str], T],
+) -> T:
+    """``op`` on the memory whose id is the argument or ``--id``, locally or at ``url``."""
+    with backend(url, key) as mem:
+        chosen = arg or opt
+        if not chosen:
+            usage("which memory? pass its id (memoryd get ID, or --id ID)")
+        return op(mem, chosen)
+
+
+def _say(result: BaseModel, as_json: bool, line: str) -> None:
+    """``result`` as JSON for scripts (``--json``), else ``line`` for people."""
+    if as_json:
+        print_json(result.model_dump())
+    else:
+        console.print(line)
 
 
 def add(
@@ -298,8 +315,7 @@ def get(
 ) -> None:
     """Show one memory."""
 
-    with backend(url, key) as mem:
-        record = mem.get(_one_id(memory_id, id_opt)).model_dump()
+    record = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.get(i)).model_dump()
     if as_json:
         print_json(record)
         return
@@ -319,12 +335,8 @@ def update(
     """Change a memory's text or metadata (the old version stays in history)."""
 
     meta = _json_arg(metadata, "--metadata", dict, '{"category": "decision"}')
-    with backend(url, key) as mem:
-        record = mem.update(_one_id(memory_id, id_opt), text, meta)
-    if as_json:
-        print_json(record.model_dump())
-        return
-    console.print(f"updated {record.id}: {escape(record.memory)}")
+    record = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.update(i, text, meta))
+    _say(record, as_json, f"updated {record.id}: {escape(record.memory)}")
 
 
 def delete(
@@ -336,12 +348,8 @@ def delete(
 ) -> None:
     """Delete a memory (kept in history; restorable)."""
 
-    with backend(url, key) as mem:
-        result = mem.delete(_one_id(memory_id, id_opt))
-    if as_json:
-        print_json(result.model_dump())
-        return
-    console.print(f"deleted {result.id}")
+    result = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.delete(i))
+    _say(result, as_json, f"deleted {result.id}")
 
 
 def restore(
@@ -353,12 +361,8 @@ def restore(
 ) -> None:
     """Bring back a deleted memory."""
 
-    with backend(url, key) as mem:
-        record = mem.restore(_one_id(memory_id, id_opt))
-    if as_json:
-        print_json(record.model_dump())
-        return
-    console.print(f"restored {record.id}: {escape(record.memory)}")
+    record = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.restore(i))
+    _say(record, as_json, f"restored {record.id}: {escape(record.memory)}")
 
 
 def history(
@@ -370,8 +374,7 @@ def history(
 ) -> None:
     """Every change to a memory, oldest first."""
 
-    with backend(url, key) as mem:
-        entries = mem.history(_one_id(memory_id, id_opt))
+    entries = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.history(i))
     if as_json:
         print_json({"results": [e.model_dump() for e in entries]})
         return

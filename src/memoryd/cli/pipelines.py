@@ -7,13 +7,23 @@ Thin: each command opens the configured ``Memory`` and calls
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from memoryd.access import LOCAL
-from memoryd.cli.common import AgentReq, JsonOpt, console, err, open_memory, print_json
+from memoryd.cli.common import (
+    AgentReq,
+    JsonOpt,
+    agent_files,
+    console,
+    err,
+    open_memory,
+    print_json,
+)
+from memoryd.scope import AgentFiles
 
 dream_app = typer.Typer(help="The nightly dream: undo a run.", no_args_is_help=True)
 commitments_app = typer.Typer(
@@ -137,7 +147,12 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def _print_commitments(items: list[Any], as_json: bool, empty: str) -> None:
+def _commitments(
+    agent: str, as_json: bool, empty: str, op: Callable[[AgentFiles], list[Any]]
+) -> None:
+    """``op`` on the agent's files (as the HTTP routes do), its commitments printed."""
+    with open_memory() as mem:
+        items = op(agent_files(mem, agent))
     if as_json:
         print_json([c.to_json() for c in items])
         return
@@ -158,11 +173,7 @@ def commitments_due_command(
     as_json: JsonOpt = False,
 ) -> None:
     """What is due now (a heartbeat): printed, and marked delivered."""
-    from memoryd.pipelines import commitments
-
-    with open_memory() as mem:
-        items = commitments.due(mem, agent, channel)
-    _print_commitments(items, as_json, "nothing due")
+    _commitments(agent, as_json, "nothing due", lambda f: f.commitments(due=True, channel=channel))
 
 
 @commitments_app.command("list")
@@ -174,11 +185,7 @@ def commitments_list_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Every commitment of the agent, by due time."""
-    from memoryd.pipelines import commitments
-
-    with open_memory() as mem:
-        items = commitments.listing(mem, agent, status)
-    _print_commitments(items, as_json, "no commitments")
+    _commitments(agent, as_json, "no commitments", lambda f: f.commitments(status=status))
 
 
 @commitments_app.command("done")
@@ -188,11 +195,7 @@ def commitments_done_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Close one commitment."""
-    from memoryd.pipelines import commitments
-
-    with open_memory() as mem:
-        item = commitments.close(mem, agent, commitment_id)
-    _print_commitments([item], as_json, "")
+    _commitments(agent, as_json, "", lambda f: [f.close_commitment(commitment_id)])
 
 
 def pipelines_command(
@@ -202,7 +205,9 @@ def pipelines_command(
 ) -> None:
     """The pipelines, their schedules, next and last runs, and recent runs."""
     with open_memory() as mem:
-        status = mem.scope(LOCAL).pipelines(name=name, limit=limit)  # all of it: an admin's view
+        status = (
+            mem.scope(LOCAL).workspaces().pipelines(name=name, limit=limit)
+        )  # all of it: an admin's view
     if as_json:
         print_json(status)
         return

@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from memoryd.cli.common import console, err, fail
+from memoryd.cli.common import JsonOpt, console, err, fail
 from memoryd.errors import MemorydError
 from memoryd.settings import Settings
 from memoryd.store import Store, open_store
@@ -41,7 +41,7 @@ def migrate_command(
         typer.Option("--from", help="source store URL (default: the configured store)"),
     ] = None,
     batch: Annotated[int, typer.Option(help="memories per transaction")] = 500,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Copy every memory (with vectors and history), the embedding cache and pipeline
     state into another store. Resumable: run it again after an interruption."""

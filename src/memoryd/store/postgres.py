@@ -42,7 +42,7 @@ from memoryd.search import turns
 from memoryd.search.entities import names_of
 from memoryd.search.text import query_words, words
 from memoryd.settings import PostgresStoreSettings, StoreSettings
-from memoryd.store import Store, register_store
+from memoryd.store import Store, register_store, sql
 from memoryd.store.sql import Connection, Dialect, SQLStore
 
 if TYPE_CHECKING:
@@ -129,6 +129,9 @@ DIALECT = Dialect(
     keyword_value="to_tsvector('english', %s)",
     vector_value="%s::vector",
     row_lock=" FOR UPDATE",  # READ COMMITTED: get-then-update must hold the row
+    serial_key="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    time_type="TIMESTAMPTZ",
+    bytes_type="BYTEA",
 )
 
 
@@ -329,7 +332,7 @@ class PostgresStore(SQLStore):
             )
 
     def _migrations(self) -> builtins.list[tuple[str, builtins.list[str]]]:
-        m, h = self.t_memories, self.t_history
+        m = self.t_memories
         return [
             (
                 "001_initial",
@@ -338,51 +341,13 @@ class PostgresStore(SQLStore):
                         seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
                         id TEXT NOT NULL UNIQUE,
                         text TEXT NOT NULL,
-                        user_id TEXT NOT NULL,
-                        agent_id TEXT,
-                        run_id TEXT,
-                        category TEXT,
-                        metadata TEXT NOT NULL DEFAULT '{{}}',
-                        origin TEXT NOT NULL,
-                        source_path TEXT,
-                        source_start INTEGER,
-                        source_end INTEGER,
-                        context TEXT,
-                        state TEXT NOT NULL DEFAULT 'active',
-                        created_at TIMESTAMPTZ NOT NULL,
-                        updated_at TIMESTAMPTZ NOT NULL,
-                        event_at TIMESTAMPTZ,
-                        hash TEXT NOT NULL,
+                        {sql.record_columns(DIALECT)},
                         embedding vector,
                         tsv tsvector NOT NULL
                     )""",
-                    f"CREATE INDEX memories_scope ON {m} (user_id, agent_id, run_id, state)",
-                    f"CREATE INDEX memories_hash ON {m} (hash)",
-                    f"CREATE INDEX memories_source ON {m} (source_path)",
-                    f"CREATE INDEX memories_created ON {m} (created_at)",
                     f"CREATE INDEX memories_tsv ON {m} USING gin (tsv)",
-                    f"""CREATE TABLE {h} (
-                        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                        memory_id TEXT NOT NULL,
-                        user_id TEXT NOT NULL,
-                        event TEXT NOT NULL,
-                        old_text TEXT,
-                        new_text TEXT,
-                        old_metadata TEXT,
-                        new_metadata TEXT,
-                        actor TEXT,
-                        reason TEXT,
-                        created_at TIMESTAMPTZ NOT NULL
-                    )""",
-                    f"CREATE INDEX history_memory ON {h} (memory_id)",
-                    f"""CREATE TABLE {self.t_cache} (
-                        model TEXT NOT NULL,
-                        hash TEXT NOT NULL,
-                        vector BYTEA NOT NULL,
-                        PRIMARY KEY (model, hash)
-                    )""",
-                    f"CREATE TABLE {self.t_kv} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-                    f"CREATE TABLE {self.t_meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                    *sql.shared_tables(DIALECT, m, self.t_history, self.t_cache, self.t_kv),
+                    sql.key_value_table(self.t_meta),
                 ],
             ),
             (

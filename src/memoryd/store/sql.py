@@ -81,6 +81,9 @@ class Dialect:
     keyword_value: str  # that column's value expression (around one mark)
     vector_value: str  # an embedding parameter's expression where it meets a column
     row_lock: str  # appended to a SELECT that locks its rows until the transaction ends
+    serial_key: str  # the type of an integer key numbered by the database
+    time_type: str  # the type of a timestamp column
+    bytes_type: str  # the type of a byte-string column
 
     def marks(self, n: int) -> str:
         return ", ".join([self.mark] * n)
@@ -133,6 +136,66 @@ class Dialect:
             clauses.append(f"created_at < {m}")
             params.append(self.time_in(f.created_before))
         return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def record_columns(d: Dialect) -> str:
+    """The memory table's columns from ``user_id`` to ``hash``, the same in both
+    stores: each adds its own key, keyword column and embedding around them."""
+    t = d.time_type
+    return f"""user_id TEXT NOT NULL,
+            agent_id TEXT,
+            run_id TEXT,
+            category TEXT,
+            metadata TEXT NOT NULL DEFAULT '{{}}',
+            origin TEXT NOT NULL,
+            source_path TEXT,
+            source_start INTEGER,
+            source_end INTEGER,
+            context TEXT,
+            state TEXT NOT NULL DEFAULT 'active',
+            created_at {t} NOT NULL,
+            updated_at {t} NOT NULL,
+            event_at {t},
+            hash TEXT NOT NULL"""
+
+
+def shared_tables(
+    d: Dialect, memories: str, history: str, cache: str, kv: str, *, cache_options: str = ""
+) -> builtins.list[str]:
+    """The statements of the first migration that both stores run as they are: the
+    memory table's indexes, history, the embedding cache and key/value state."""
+    return [
+        f"CREATE INDEX memories_scope ON {memories} (user_id, agent_id, run_id, state)",
+        f"CREATE INDEX memories_hash ON {memories} (hash)",
+        f"CREATE INDEX memories_source ON {memories} (source_path)",
+        f"CREATE INDEX memories_created ON {memories} (created_at)",
+        f"""CREATE TABLE {history} (
+            id {d.serial_key},
+            memory_id TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            event TEXT NOT NULL,
+            old_text TEXT,
+            new_text TEXT,
+            old_metadata TEXT,
+            new_metadata TEXT,
+            actor TEXT,
+            reason TEXT,
+            created_at {d.time_type} NOT NULL
+        )""",
+        f"CREATE INDEX history_memory ON {history} (memory_id)",
+        f"""CREATE TABLE {cache} (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            vector {d.bytes_type} NOT NULL,
+            PRIMARY KEY (model, hash)
+        ){cache_options}""",
+        key_value_table(kv),
+    ]
+
+
+def key_value_table(name: str, *, if_not_exists: bool = False) -> str:
+    exists = " IF NOT EXISTS" if if_not_exists else ""
+    return f"CREATE TABLE{exists} {name} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
 
 def _json_or_none(value: dict[str, Any] | None) -> str | None:

@@ -33,7 +33,7 @@ from memoryd.models import Filters, MemoryRecord, RankFacts
 from memoryd.search import turns
 from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
-from memoryd.store import register_store, snapshot
+from memoryd.store import register_store, snapshot, sql
 from memoryd.store.sql import Connection, Dialect, SQLStore
 from memoryd.store.vectors import VectorIndex, headroom
 
@@ -73,33 +73,15 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
 def _m001_initial(db: sqlite3.Connection) -> None:
     _run_script(
         db,
-        """
+        f"""
         CREATE TABLE memories (
             rowid INTEGER PRIMARY KEY,
             id TEXT NOT NULL UNIQUE,
             text TEXT NOT NULL,
             index_text TEXT NOT NULL,
-            user_id TEXT NOT NULL,
-            agent_id TEXT,
-            run_id TEXT,
-            category TEXT,
-            metadata TEXT NOT NULL DEFAULT '{}',
-            origin TEXT NOT NULL,
-            source_path TEXT,
-            source_start INTEGER,
-            source_end INTEGER,
-            context TEXT,
-            state TEXT NOT NULL DEFAULT 'active',
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            event_at REAL,
-            hash TEXT NOT NULL,
+            {sql.record_columns(DIALECT)},
             embedding BLOB
         );
-        CREATE INDEX memories_scope ON memories(user_id, agent_id, run_id, state);
-        CREATE INDEX memories_hash ON memories(hash);
-        CREATE INDEX memories_source ON memories(source_path);
-        CREATE INDEX memories_created ON memories(created_at);
 
         CREATE VIRTUAL TABLE memories_fts USING fts5(
             index_text, content='memories', content_rowid='rowid',
@@ -123,32 +105,13 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             INSERT INTO memories_fts(rowid, index_text) VALUES (new.rowid, new.index_text);
             INSERT INTO changes(memory_id) VALUES (new.id);
         END;
-
-        CREATE TABLE history (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            memory_id TEXT NOT NULL,
-            user_id TEXT NOT NULL,
-            event TEXT NOT NULL,
-            old_text TEXT,
-            new_text TEXT,
-            old_metadata TEXT,
-            new_metadata TEXT,
-            actor TEXT,
-            reason TEXT,
-            created_at REAL NOT NULL
-        );
-        CREATE INDEX history_memory ON history(memory_id);
-
-        CREATE TABLE embed_cache (
-            model TEXT NOT NULL,
-            hash TEXT NOT NULL,
-            vector BLOB NOT NULL,
-            PRIMARY KEY (model, hash)
-        ) WITHOUT ROWID;
-
-        CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         """,
     )
+    shared = sql.shared_tables(
+        DIALECT, "memories", "history", "embed_cache", "kv", cache_options=" WITHOUT ROWID"
+    )
+    for statement in shared:
+        db.execute(statement)
 
 
 def _m002_locks(db: sqlite3.Connection) -> None:
@@ -217,6 +180,9 @@ DIALECT = Dialect(
     keyword_value="?",
     vector_value="?",
     row_lock="",  # one writer at a time: BEGIN IMMEDIATE already serialises writes
+    serial_key="INTEGER PRIMARY KEY AUTOINCREMENT",
+    time_type="REAL",
+    bytes_type="BLOB",
 )
 
 
@@ -302,9 +268,7 @@ class SQLiteStore(SQLStore):
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
             )
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            )
+            self._db.execute(sql.key_value_table("meta", if_not_exists=True))
             done = {r[0] for r in self._db.execute("SELECT name FROM migrations")}
             for name, migration in MIGRATIONS:
                 if name not in done:
