@@ -267,6 +267,8 @@ def seed(memory: Memory, clock: Any) -> Seeded:
         [
             {
                 "name": "digest",
+                "run_id": "digest-20260328T134500-a1b2c3",
+                "agent": None,
                 "started_at": "2026-03-28T13:45:00+00:00",
                 "finished_at": "2026-03-28T13:45:04+00:00",
                 "status": "ok",
@@ -276,6 +278,7 @@ def seed(memory: Memory, clock: Any) -> Seeded:
             },
             {
                 "name": "dream",
+                "run_id": "dream-20260328T020000-d4e5f6",
                 "agent": "dev",
                 "trigger": "schedule",
                 "started_at": "2026-03-28T02:00:00+00:00",
@@ -286,6 +289,8 @@ def seed(memory: Memory, clock: Any) -> Seeded:
             },
             {
                 "name": "sync",
+                "run_id": "sync-20260328T010000-0a1b2c",
+                "agent": None,
                 "started_at": "2026-03-28T01:00:00+00:00",
                 "finished_at": "2026-03-28T01:00:02+00:00",
                 "status": "ok",

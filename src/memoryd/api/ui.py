@@ -447,40 +447,19 @@ def source_lines(memory: Memory, principal: Principal, record: MemoryRecord) -> 
 
 # -- pipelines and audit (rendered from what their owners record) ------------------------------
 def pipeline_runs(memory: Memory, principal: Principal) -> list[dict[str, Any]]:
-    """Recorded runs, newest first, from the store's ``pipelines:runs`` kv list.
-
-    The same policy as ``GET /v1/pipelines``: notes and errors can quote memory
-    text, so only admin keys see them, and other keys see only the runs of
-    agents they may access (workspace runs belong to ``workspace.user_id``).
-    """
-    runs = memory.store.kv_get("pipelines:runs") or []
-    if not isinstance(runs, list):
-        return []
-    scope = memory.scope(principal)
-    clean = []
+    """Recorded runs, newest first, as ``GET /v1/pipelines`` shows them to this caller
+    (:meth:`~memoryd.scope.WorkspaceAccess.pipelines`: notes and errors to admin keys
+    only, other keys the runs of the agents they may use), each with its error first
+    among its errors, for the table."""
+    keep = memory.settings.pipelines.keep_runs
+    runs = memory.scope(principal).workspaces().pipelines(limit=keep)["runs"]
+    out = []
     for run in runs:
-        if not isinstance(run, dict) or not run.get("name"):
-            continue
-        agent = run.get("agent")
-        if not principal.admin and agent is not None and not scope.workspaces().may_use(agent):
-            continue
         errors = [str(e) for e in run.get("errors") or []]
         if run.get("error") and str(run["error"]) not in errors:
             errors.insert(0, str(run["error"]))
-        notes = run.get("notes")
-        counts = run.get("counts")
-        clean.append(
-            {
-                **run,
-                "status": str(run.get("status") or "unknown"),
-                "errors": errors if principal.admin else [],
-                "notes": [str(n) for n in notes]
-                if principal.admin and isinstance(notes, list)
-                else [],
-                "counts": counts if isinstance(counts, dict) else {},
-            }
-        )
-    return sorted(clean, key=lambda r: _ts(r.get("started_at")), reverse=True)
+        out.append({**run, "errors": errors, "notes": [str(n) for n in run.get("notes") or []]})
+    return out
 
 
 @dataclass
