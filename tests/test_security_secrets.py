@@ -42,8 +42,8 @@ def test_secrets_stay_out_of_logs_audit_errors_and_health(
             c.get("/memory/list?user_id=alice", headers=bad),  # 401
             c.post("/memory/add", json={"text": "", "user_id": "alice"}, headers=good),
             c.get("/memory/nope", headers=good),
-            c.get("/ui", cookies={"memoryd_key": API_KEY}),
-            c.get("/ui", cookies={"memoryd_key": "wrong"}),
+            c.get("/ui", headers={"Cookie": f"memoryd_key={API_KEY}"}),
+            c.get("/ui", headers={"Cookie": "memoryd_key=wrong"}),
         ):
             answers.append(r.text + str(r.headers))
     audit = audit_path(memory.settings).read_text(encoding="utf-8")
