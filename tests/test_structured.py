@@ -182,3 +182,5 @@ def test_facts_classed_over_http_are_found_by_the_cli_flags_exported_and_read_ov
             assert "PostgreSQL 16 on port 5433" in text
             found = mcp.call("memory_search", query="shop", category="task")["results"]
             assert [h["memory"][:20] for h in found] == ["We need to renew the"]
+            classed = mcp.call("memory_search", query="shop database", category="system")
+            assert [h["memory"][:20] for h in classed["results"]] == ["The shop database ru"]

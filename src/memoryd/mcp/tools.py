@@ -41,6 +41,12 @@ Category = Literal[
     "task",
     "short_term",
 ]
+#: What a search or list may be restricted to: the categories above, the organizer's
+#: classes of facts stored with none (extract/classify.py) and its note folders under
+#: memory/ (seed 003), whose chunks carry the folder as their category.
+FilterCategory = Literal[
+    Category, "personal", "system", "agents", "entities", "patterns", "summaries", "events"
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 # Arguments whose wire name is a Python keyword (OpenClaw's memory_get takes "from"):
@@ -93,7 +99,7 @@ class MemoryTools:
             ),
         ] = "combined",
         category: Annotated[
-            Category | None, Field(description="only memories of this category")
+            FilterCategory | None, Field(description="only memories of this category")
         ] = None,
         recent_days: Annotated[
             int, Field(ge=1, le=365, description="how far back short-term notes count")
@@ -124,7 +130,7 @@ class MemoryTools:
     def memory_list(
         self,
         ctx: Context,
-        category: Annotated[Category | None, Field(description="only this category")] = None,
+        category: Annotated[FilterCategory | None, Field(description="only this category")] = None,
         tier: Annotated[Tier | None, Field(description="only long_term or short_term")] = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
         offset: Annotated[int, Field(ge=0)] = 0,
