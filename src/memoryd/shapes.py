@@ -16,7 +16,7 @@ narrowed to, as every face names it.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializationInfo, field_validator, model_serializer
 
@@ -45,7 +45,7 @@ class _Shape(BaseModel):
     """A shape whose optional extras are left out of the JSON when they are None
     (``_OMIT_NONE``), as the API has always answered; the rest is always there."""
 
-    _OMIT_NONE: tuple[str, ...] = ()
+    _OMIT_NONE: ClassVar[tuple[str, ...]] = ()  # a ClassVar: no private attribute per instance
 
     # left unannotated on purpose: the JSON schema (OpenAPI) then stays the fields' own
     @model_serializer(mode="wrap")
