@@ -513,16 +513,18 @@ class VectorIndex:
             who,
             self._turn[rows].tolist(),
             self._cols["thread"][rows].tolist(),
+            self._words[rows].tolist(),
+            self._asks[rows].tolist(),
         )
         out: dict[str, RankFacts] = {}
-        for (mid, row), when, ever, pair, turn, thread in zip(found, *columns, strict=True):
+        for (mid, _), when, ever, pair, turn, thread, words, asks in zip(
+            found, *columns, strict=True
+        ):
             names = self._names(pair)
             if turn < 0:
                 out[mid] = RankFacts(when=when, evergreen=ever, names=names)
-                continue
-            place = (self._thread(thread), turn)
-            words, asks = int(self._words[row]), bool(self._asks[row])
-            out[mid] = RankFacts(when, ever, names, place, words, asks)
+            else:
+                out[mid] = RankFacts(when, ever, names, (self._thread(thread), turn), words, asks)
         return out
 
     def _thread(self, code: int) -> str:
