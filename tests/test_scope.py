@@ -341,6 +341,20 @@ def test_the_cli_answers_the_same_locally_and_over_http(served: tuple[Any, Memor
     assert local == remote and [h["event"] for h in local["results"]] == ["ADD", "DELETE"]
 
 
+def test_the_client_writes_like_the_scope(served: tuple[Any, Memory, str]) -> None:
+    """update and reset over HTTP answer as the local scope does, with the same shapes."""
+    server, memory, _ = served
+    with MemoryClient(server.url, user_id="bob", agent_id="dev") as remote:
+        mid = remote.add("bob's note", category="decision")[0].id
+        assert mid is not None
+        changed = remote.update(mid, "bob's changed note", reason="typo")
+        assert changed == memory.scope(LOCAL, "bob", "dev").get(mid)
+        assert changed.memory == "bob's changed note"
+        assert changed.metadata == {"category": "decision"}
+        assert remote.reset() == 1
+    assert memory.list(user_id="bob") == []
+
+
 def test_the_memory_routes_declare_the_shapes_they_answer(served: tuple[Any, Memory, str]) -> None:
     server, _, _ = served
     spec = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
@@ -357,8 +371,8 @@ def test_the_memory_routes_declare_the_shapes_they_answer(served: tuple[Any, Mem
     assert "snippet" in hit["properties"] and "snippet" not in hit["required"]
 
 
-def test_the_clients_searches_take_the_scopes_signature() -> None:
-    """A search option added to Scope reaches ``memoryd search --url`` with no client edit."""
-    for name in ("search", "search_combined"):
+def test_the_clients_operations_take_the_scopes_signature() -> None:
+    """An option added to Scope reaches ``memoryd ... --url`` with no client signature edit."""
+    for name in ("add", "update", "delete", "reset", "list", "search", "search_combined"):
         remote, local = getattr(MemoryClient, name), getattr(Scope, name)
         assert inspect.signature(remote) == inspect.signature(local)

@@ -4,9 +4,9 @@
 answers with the same :mod:`memoryd.shapes` models, parsed from the
 ``/memory/*`` routes' JSON. So ``memoryd search --url ...`` is ``memoryd search``
 against another machine: the CLI holds either a local scope
-(``memory.scope(...)``) or this client, and calls the same methods. The searches,
-whose every argument goes to the server as it is, take their signature from
-``Scope`` itself (:func:`_forwards`); the other operations translate theirs.
+(``memory.scope(...)``) or this client, and calls the same methods. An operation
+with options takes its signature from ``Scope`` itself (:func:`_forwards`), so an
+option is written once; its body turns the arguments into the route's request.
 
 Errors come back as the named memoryd errors the server raised (message and
 hint intact), so a remote failure reads like a local one.
@@ -18,7 +18,6 @@ import builtins
 import functools
 import inspect
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import quote
 
@@ -117,47 +116,32 @@ class MemoryClient:
         result: dict[str, Any] = self._call("GET", "/health")
         return result
 
-    def add(
-        self,
-        text: str | None = None,
-        *,
-        messages: builtins.list[dict[str, Any]] | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        category: str | None = None,
-        infer: bool = False,
-        prompt: str | None = None,
-        event_at: datetime | None = None,
-    ) -> builtins.list[EventOut]:
+    @_forwards(Scope.add)
+    def add(self, args: dict[str, Any]) -> builtins.list[EventOut]:
+        metadata, category, event_at = args["metadata"], args["category"], args["event_at"]
         if category is not None:
             metadata = {**(metadata or {}), "category": category}
         payload = self._scoped(
-            text=text,
-            messages=messages,
-            run_id=run_id,
+            text=args["text"],
+            messages=args["messages"],
+            run_id=args["run_id"],
             metadata=metadata,
-            infer=infer,
-            custom_extraction_prompt=prompt,
+            infer=args["infer"],
+            custom_extraction_prompt=args["prompt"],
             timestamp=event_at.isoformat() if event_at else None,
         )
         body = self._call("POST", "/memory/add", json=payload)
         return [EventOut.model_validate(e) for e in body["results"]]
 
-    def update(
-        self,
-        memory_id: str,
-        text: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        *,
-        reason: str | None = None,
-    ) -> MemoryOut:
-        payload = {"memory_id": memory_id, "text": text, "metadata": metadata, "reason": reason}
-        body = self._call(
-            "PUT", "/memory/update", json={k: v for k, v in payload.items() if v is not None}
-        )
+    @_forwards(Scope.update)
+    def update(self, args: dict[str, Any]) -> MemoryOut:
+        payload = {k: v for k, v in args.items() if v is not None}
+        body = self._call("PUT", "/memory/update", json=payload)
         return MemoryOut.model_validate(body["result"])
 
-    def delete(self, memory_id: str, *, reason: str | None = None) -> Deleted:
+    @_forwards(Scope.delete)
+    def delete(self, args: dict[str, Any]) -> Deleted:
+        memory_id, reason = args["memory_id"], args["reason"]
         params = {"reason": reason} if reason else None
         self._call("DELETE", f"/memory/{_quote(memory_id)}", params=params)
         return Deleted(id=memory_id)
@@ -166,10 +150,9 @@ class MemoryClient:
         body = self._call("POST", f"/memory/restore/{_quote(memory_id)}")
         return MemoryOut.model_validate(body["result"])
 
-    def reset(self, *, run_id: str | None = None) -> int:
-        return int(
-            self._call("DELETE", "/memory/reset", params=self._scoped(run_id=run_id))["deleted"]
-        )
+    @_forwards(Scope.reset)
+    def reset(self, args: dict[str, Any]) -> int:
+        return int(self._call("DELETE", "/memory/reset", params=self._scoped(**args))["deleted"])
 
     def get(self, memory_id: str) -> MemoryOut:
         return MemoryOut.model_validate(self._call("GET", f"/memory/{_quote(memory_id)}")["result"])
@@ -178,15 +161,9 @@ class MemoryClient:
         body = self._call("GET", f"/memory/history/{_quote(memory_id)}")
         return [HistoryOut.model_validate(h) for h in body["results"]]
 
-    def list(
-        self,
-        *,
-        run_id: str | None = None,
-        filters: FilterSpec | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> PageOut:
-        spec = filters or FilterSpec()
+    @_forwards(Scope.list)
+    def list(self, args: dict[str, Any]) -> PageOut:
+        spec = args["filters"] or FilterSpec()
         categories = [c for c in [spec.category, *(spec.categories or [])] if c]
         origins = [o for o in [spec.origin, *(spec.origins or [])] if o]
         if len(categories) > 1 or len(origins) > 1 or spec.created_after or spec.created_before:
@@ -195,12 +172,12 @@ class MemoryClient:
                 "list one category at a time, or use search for the other filters",
             )
         params = self._scoped(
-            run_id=run_id,
+            run_id=args["run_id"],
             category=categories[0] if categories else None,
             origin=origins[0] if origins else None,
             memory_type=spec.memory_type,
-            limit=limit,
-            offset=offset,
+            limit=args["limit"],
+            offset=args["offset"],
         )
         page = self._call("GET", "/memory/list", params=params)
         return PageOut.model_validate(page)
