@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -25,28 +25,24 @@ from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, MemorydError
 from memoryd.models import Origin
 from memoryd.scope import Scope
+from memoryd.search.intent import CATEGORIES
 from memoryd.shapes import FilterSpec, HitOut
 
 Tier = Literal["long_term", "short_term"]
 SearchTier = Literal["combined", "long_term", "short_term"]
-#: The categories a model picks from: seed 000's table, plus ``task``. ``experience`` and
-#: ``procedural`` are in the shared pool by default (``search.shared_categories``).
-Category = Literal[
-    "decision",
-    "preference",
-    "environment",
-    "project",
-    "experience",
-    "procedural",
-    "task",
-    "short_term",
-]
-#: What a search or list may be restricted to: the categories above, the organizer's
-#: classes of facts stored with none (extract/classify.py) and its note folders under
-#: memory/ (seed 003), whose chunks carry the folder as their category.
-FilterCategory = Literal[
-    Category, "personal", "system", "agents", "entities", "patterns", "summaries", "events"
-]
+#: The names a search or list may also be restricted to: the organizer's classes of facts
+#: stored with no category (extract/classify.py) and its note folders under memory/
+#: (seed 003), whose chunks carry the folder as their category.
+_ORGANIZED = ("personal", "system", "agents", "entities", "patterns", "summaries", "events")
+if TYPE_CHECKING:  # the tools hand the name on as a str; the SDK checks the Literal
+    Category = str
+    FilterCategory = str
+else:
+    #: The categories a model picks from: the ones a search's intent names (seed 000's
+    #: table, plus ``task``), and ``short_term``. ``experience`` and ``procedural`` are in
+    #: the shared pool by default (``search.shared_categories``).
+    Category = Literal[(*CATEGORIES, "short_term")]
+    FilterCategory = Literal[(*CATEGORIES, "short_term", *_ORGANIZED)]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 # Arguments whose wire name is a Python keyword (OpenClaw's memory_get takes "from"):
