@@ -40,7 +40,7 @@ from memoryd.client import MemoryClient
 from memoryd.errors import MemorydError
 from memoryd.scope import Scope
 from memoryd.search.intent import category_name
-from memoryd.shapes import FilterSpec, HitOut
+from memoryd.shapes import Deleted, FilterSpec, HistoryOut, HitOut, MemoryOut
 
 UrlOpt = Annotated[
     str | None,
@@ -306,23 +306,6 @@ def list_(
     console.print(f"[dim]{len(page.results)} of {page.total}[/dim]")
 
 
-def get(
-    memory_id: IdArg = None,
-    id_opt: IdOpt = None,
-    url: UrlOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Show one memory."""
-
-    record = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.get(i)).model_dump()
-    if as_json:
-        print_json(record)
-        return
-    for name, value in record.items():
-        console.print(f"[bold]{name}[/bold]: {escape(str(value))}")
-
-
 def update(
     memory_id: IdArg = None,
     id_opt: IdOpt = None,
@@ -339,42 +322,39 @@ def update(
     _say(record, as_json, f"updated {record.id}: {escape(record.memory)}")
 
 
-def delete(
-    memory_id: IdArg = None,
-    id_opt: IdOpt = None,
-    url: UrlOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Delete a memory (kept in history; restorable)."""
+def _by_id(
+    name: str,
+    doc: str,
+    op: Callable[[Scope | MemoryClient, str], T],
+    show: Callable[[T, bool], None],
+) -> Callable[..., None]:
+    """The command ``name`` on one memory, named by its id (the argument or ``--id``),
+    here or at ``--url``: ``op`` reads or changes it, ``show`` prints what it answers."""
 
-    result = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.delete(i))
-    _say(result, as_json, f"deleted {result.id}")
+    def command(
+        memory_id: IdArg = None,
+        id_opt: IdOpt = None,
+        url: UrlOpt = None,
+        key: KeyOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        show(_on_id(url, key, memory_id, id_opt, op), as_json)
 
-
-def restore(
-    memory_id: IdArg = None,
-    id_opt: IdOpt = None,
-    url: UrlOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Bring back a deleted memory."""
-
-    record = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.restore(i))
-    _say(record, as_json, f"restored {record.id}: {escape(record.memory)}")
+    command.__name__ = command.__qualname__ = name
+    command.__doc__ = doc
+    return command
 
 
-def history(
-    memory_id: IdArg = None,
-    id_opt: IdOpt = None,
-    url: UrlOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Every change to a memory, oldest first."""
+def _show_memory(record: MemoryOut, as_json: bool) -> None:
+    fields = record.model_dump()
+    if as_json:
+        print_json(fields)
+        return
+    for name, value in fields.items():
+        console.print(f"[bold]{name}[/bold]: {escape(str(value))}")
 
-    entries = _on_id(url, key, memory_id, id_opt, lambda mem, i: mem.history(i))
+
+def _show_history(entries: list[HistoryOut], as_json: bool) -> None:
     if as_json:
         print_json({"results": [e.model_dump() for e in entries]})
         return
@@ -389,6 +369,32 @@ def history(
             escape(e.reason or ""),
         )
     console.print(table)
+
+
+def _show_deleted(result: Deleted, as_json: bool) -> None:
+    _say(result, as_json, f"deleted {result.id}")
+
+
+def _show_restored(record: MemoryOut, as_json: bool) -> None:
+    _say(record, as_json, f"restored {record.id}: {escape(record.memory)}")
+
+
+get = _by_id("get", "Show one memory.", lambda mem, i: mem.get(i), _show_memory)
+delete = _by_id(
+    "delete",
+    "Delete a memory (kept in history; restorable).",
+    lambda mem, i: mem.delete(i),
+    _show_deleted,
+)
+restore = _by_id(
+    "restore", "Bring back a deleted memory.", lambda mem, i: mem.restore(i), _show_restored
+)
+history = _by_id(
+    "history",
+    "Every change to a memory, oldest first.",
+    lambda mem, i: mem.history(i),
+    _show_history,
+)
 
 
 def import_transcript(
