@@ -207,28 +207,25 @@ def _read_messages(source: str) -> list[Any]:
     raw = sys.stdin.read() if source == "-" else Path(source).read_text("utf-8")
     stripped = raw.strip()
     if stripped.startswith("["):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(
-                f"{source} is not valid JSON: {exc}", "pass a JSON list"
-            ) from None
-        return list(data)
+        return list(_json(stripped, f"{source} is not valid JSON", "pass a JSON list"))
     messages: list[Any] = []
     for n, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(
-                f"{source} line {n} is not JSON: {exc}", "pass a JSON list or JSON lines"
-            ) from None
+        item = _json(line, f"{source} line {n} is not JSON", "pass a JSON list or JSON lines")
         if isinstance(item, dict) and isinstance(item.get("message"), dict):
             item = item["message"]  # OpenClaw transcript lines wrap the message
         if isinstance(item, dict) and "role" in item:
             messages.append(item)
     return messages
+
+
+def _json(text: str, what: str, hint: str) -> Any:
+    """``text`` parsed, or an error that says ``what`` (with the parser's reason) and ``hint``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{what}: {exc}", hint) from None
 
 
 def session_end(
