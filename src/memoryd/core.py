@@ -50,7 +50,7 @@ from memoryd.search.pool import merge, pool_filters
 from memoryd.search.text import names_in
 from memoryd.search.tiers import memory_type, run_date
 from memoryd.settings import Settings
-from memoryd.store import Store, open_store
+from memoryd.store import Store, ann, open_store
 from memoryd.validate import check_id, check_metadata, check_text, check_top_k
 
 if TYPE_CHECKING:
@@ -111,6 +111,13 @@ class Memory:
     def close(self) -> None:
         self.recalls.flush()
         self.store.close()
+
+    def stay_ready(self) -> None:
+        """Say this process lives long (the HTTP server): a store's in-memory index that
+        outgrows a linear scan may then build its nearest-neighbour graph in the
+        background (:mod:`memoryd.store.ann`); short-lived processes use the graph
+        saved in the index snapshot, or scan."""
+        ann.build_in_background()
 
     def __enter__(self) -> Memory:
         return self

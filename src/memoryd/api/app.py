@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # the watcher re-indexes edited workspace files (workspace.watch); the scheduler
         # runs the pipelines on their crontabs (pipelines.scheduler)
+        mem.stay_ready()
         async with watch_workspaces(mem), scheduling(app, mem):
             yield
         audit_log.close()

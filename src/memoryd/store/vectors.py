@@ -15,7 +15,9 @@ agreement of the two-stage search with the exact one. Once two-stage, the
 full vectors are kept in float16 (they only re-score a shortlist, or a small
 scope's rows): 768 bytes a memory instead of 1,536 at 384 dimensions.
 A scope admitting under a quarter of the rows (one user of many) is scored
-on its own rows, gathered, rather than on every row.
+on its own rows, gathered, rather than on every row. Above ``ANN_MIN_ROWS``
+rows an HNSW graph (:mod:`memoryd.store.ann`) replaces the projection pass for
+larger scopes: its candidates are re-scored exactly the same way.
 
 Rows are stable: a memory keeps its row while its text is unchanged; a
 removed memory, or one whose text changed, leaves a dead row behind (its
@@ -26,15 +28,21 @@ a quarter of the index. The owner (a store) keeps it in sync with its rows.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sys
+import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from memoryd.models import Filters, RankFacts
 from memoryd.search.entities import names_of
+from memoryd.store import ann
 from memoryd.store.keywords import KeywordIndex
+
+log = logging.getLogger(__name__)
 
 #: columns held as small integer codes; ``thread`` is a turn's conversation (search.turns)
 _CODED = (
@@ -56,9 +64,27 @@ def headroom(rows: int) -> int:
     return max(1024, rows + rows // 8)
 
 
+@dataclass
+class _Build:
+    """A nearest-neighbour graph being built in the background over rows ``[0, rows)``
+    as of compaction ``epoch``; ``dirty`` are rows changed meanwhile (re-added when the
+    graph is adopted)."""
+
+    rows: int
+    epoch: int
+    dirty: set[int] = field(default_factory=set)
+    graph: ann.AnnGraph | None = None  # set when complete
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 class VectorIndex:
     def __init__(self, dim: int, capacity: int = 1024) -> None:
         self.dim = dim
+        self.ann_min_rows = ann.ANN_MIN_ROWS  # rows from which a graph is built (if usearch is)
+        self._ann: ann.AnnGraph | None = None
+        self._ann_build: _Build | None = None
+        self._ann_guard = threading.Lock()  # adoption vs writers' graph updates
+        self._epoch = 0  # bumped by every compaction (row numbers change)
         self.keywords = KeywordIndex()
         self._vecs = np.zeros((capacity, dim), dtype=np.float32)
         self._cols = {c: np.full(capacity, -1, dtype=np.int32) for c in _CODED}
@@ -143,6 +169,17 @@ class VectorIndex:
         self._turn[row] = -1 if place is None else place[1]
         self._words[row] = min(int(attrs.get("words", 0)), _MAX_WORDS)
         self._asks[row] = bool(attrs.get("asks"))
+        self._graph_note(row, vector)
+
+    def _graph_note(self, row: int, vector: np.ndarray | None) -> None:
+        """Keep the graph (or the one being built) in step with row ``row``."""
+        if self._ann is None and self._ann_build is None:
+            return
+        with self._ann_guard:
+            if self._ann is not None:
+                self._ann.replace(row, vector)
+            elif self._ann_build is not None:
+                self._ann_build.dirty.add(row)
 
     def _append(
         self, memory_id: str, vector: np.ndarray | None, attrs: dict[str, Any], text: str
@@ -209,6 +246,9 @@ class VectorIndex:
                 self._asks[row] = t["asks"]
         if self._proj is not None:
             self._coarse[block] = vectors.astype(np.float32) @ self._proj
+        if self._ann is not None or self._ann_build is not None:
+            for row in range(start, start + m):
+                self._graph_note(row, vectors[row - start] if has_vec[row - start] else None)
         self.ids.extend(ids)
         self._digest[block] = np.fromiter(map(text_digest, texts), np.int64, m)
         self._row.update(zip(ids, range(start, start + m), strict=True))
@@ -225,6 +265,7 @@ class VectorIndex:
         for c in _CODED:
             self._cols[c][row] = _DEAD
         self.keywords.drop(row)
+        self._graph_note(row, None)
         dead = len(self.ids) - len(self._row)
         if dead > max(1024, len(self.ids) // 4):
             self.compact()
@@ -255,6 +296,11 @@ class VectorIndex:
         self._digest = _take(self._digest, keep, cap)
         self._row = {mid: r for r, mid in enumerate(self.ids) if mid is not None}
         self.keywords.remap(new_row, keep.size)
+        with self._ann_guard:
+            self._epoch += 1  # a graph being built is for the old row numbers: dropped
+            self._ann_build = None
+            if self._ann is not None:  # dead rows left the graph when they died
+                self._ann.renumber(keep, np.arange(keep.size))
 
     def memory_bytes(self) -> int:
         """Bytes this index holds (arrays at their capacity, ids, the id map, BM25)."""
@@ -264,6 +310,8 @@ class VectorIndex:
         total = sum(a.nbytes for a in arrays)
         total += sys.getsizeof(self.ids) + sum(sys.getsizeof(i) for i in self.ids)
         total += sys.getsizeof(self._row)  # its keys are the ids' strings, counted above
+        if self._ann is not None:
+            total += self._ann.memory_bytes()
         return total + self.keywords.memory_bytes()
 
     # -- persistence (see memoryd.store.snapshot) ---------------------------------------------
@@ -290,6 +338,8 @@ class VectorIndex:
         if self._proj is not None:
             arrays["proj"] = self._proj
             arrays["coarse"] = self._coarse[:n]
+        if self._ann is not None:
+            arrays["ann"] = self._ann.to_array()
         words, keyword_arrays = self.keywords.state()
         meta["terms"] = words
         arrays |= {f"kw_{k}": v for k, v in keyword_arrays.items()}
@@ -337,6 +387,10 @@ class VectorIndex:
                 COARSE_DIMS,
             ):
                 raise ValueError("index snapshot: the coarse projection does not match")
+        if "ann" in arrays and ann.available():
+            index._ann = ann.AnnGraph.from_array(index.dim, arrays["ann"])
+            if len(index._ann) > n:
+                raise ValueError("index snapshot: the graph holds rows the index has not")
         kw = {k.removeprefix("kw_"): v for k, v in arrays.items() if k.startswith("kw_")}
         index.keywords = KeywordIndex.from_state(meta["terms"], kw, rows=n)
         return index
@@ -398,6 +452,11 @@ class VectorIndex:
         # a scope of a small part of the index (one user of many) is scored on its own
         # rows, gathered, instead of scoring every row and masking most of them away
         rows = np.flatnonzero(mask) if allowed * GATHER_BELOW < n else None
+        graph = self._graph(allowed) if rows is None else None
+        if graph is not None:
+            found = self._graph_search(graph, query, mask, allowed, k)
+            if found is not None:
+                return found
         if allowed < COARSE_MIN_ROWS or not self._fit():
             if rows is None and self._proj is None:  # float32: one pass over the matrix
                 return self._top(self._vecs[:n] @ query, mask, k, normalise=False)
@@ -414,15 +473,110 @@ class VectorIndex:
         exact = self._vecs[shortlist].astype(np.float32) @ query
         return self._ranked(shortlist, exact, k, normalise=False)
 
+    def _graph_search(
+        self, graph: ann.AnnGraph, query: np.ndarray, mask: np.ndarray, allowed: int, k: int
+    ) -> list[tuple[str, float]] | None:
+        """The graph's candidates within ``mask``, re-scored exactly; None when too few
+        of them are in scope (the caller scans instead)."""
+        n = len(self.ids)
+        wanted = max(ann.CANDIDATES, 8 * k)
+        rows = graph.search(query, min(n, -(-wanted * n // allowed)))  # over-fetch by 1/share
+        rows = rows[(rows >= 0) & (rows < n)]
+        rows = rows[mask[rows]]
+        if rows.size < min(k, allowed):
+            return None
+        exact = self._vecs[rows].astype(np.float32) @ query
+        return self._ranked(rows, exact, k, normalise=False)
+
+    def _graph(self, allowed: int) -> ann.AnnGraph | None:
+        """The nearest-neighbour graph once it is ready; starts building it when the
+        index is large enough (None meanwhile: the caller scans)."""
+        if self._ann is not None:
+            return self._ann
+        if allowed < self.ann_min_rows or not ann.available():
+            return None
+        build = self._ann_build
+        if build is None:
+            if ann.builds_in_background():
+                self._start_graph()
+        elif build.done.is_set():
+            self._adopt_graph(build)
+        return self._ann
+
+    def _start_graph(self) -> _Build:
+        with self._ann_guard:
+            if self._ann_build is not None:
+                return self._ann_build
+            build = self._ann_build = _Build(len(self.ids), self._epoch)
+        threading.Thread(
+            target=self._build_graph, args=(build,), name="memoryd-ann-build", daemon=True
+        ).start()
+        return build
+
+    def _build_graph(self, build: _Build) -> None:
+        """The background builder: rows ``[0, build.rows)`` as they are now (rows changed
+        meanwhile are in ``build.dirty``); abandoned when the rows are compacted."""
+        try:
+            graph = ann.AnnGraph(self.dim)
+            for start in range(0, build.rows, ann.BUILD_BLOCK):
+                if self._epoch != build.epoch:
+                    return
+                rows = np.arange(start, min(build.rows, start + ann.BUILD_BLOCK))
+                vecs, has_vec, alive = self._vecs, self._has_vec, self._alive
+                rows = rows[has_vec[rows] & alive[rows]]
+                graph.add(rows, vecs[rows].astype(np.float32))
+            build.graph = graph
+        except Exception:  # the scan keeps answering; the next search tries again
+            log.exception("building the nearest-neighbour graph failed")
+            with self._ann_guard:
+                if self._ann_build is build:
+                    self._ann_build = None
+        finally:
+            build.done.set()
+
+    def _adopt_graph(self, build: _Build) -> None:
+        """Bring a finished graph up to date (rows written since it started) and use it."""
+        with self._ann_guard:
+            if self._ann_build is not build or build.graph is None:
+                return
+            graph, n = build.graph, len(self.ids)
+            changed = np.fromiter(build.dirty, np.int64, len(build.dirty))
+            later = np.arange(build.rows, n)
+            redo = np.union1d(changed[changed < n], later)
+            graph.remove(changed[changed < build.rows])
+            redo = redo[self._has_vec[redo] & self._alive[redo]]
+            graph.add(redo, self._vecs[redo].astype(np.float32))
+            self._ann, self._ann_build = graph, None
+
+    @property
+    def graph_size(self) -> int:
+        """Rows in the nearest-neighbour graph searches use (0: none yet, they scan)."""
+        return 0 if self._ann is None else len(self._ann)
+
     @property
     def prepared(self) -> bool:
         """Whether the one-off work of :meth:`prepare` is done (or not needed yet)."""
-        return self._proj is not None
+        return self._proj is not None and (self._ann is not None or not self._wants_graph())
 
-    def prepare(self) -> None:
-        """Do now the one-off work a first search would (fitting the coarse projection),
-        so a snapshot taken next holds it and a new process skips it."""
+    def _wants_graph(self) -> bool:
+        return int(np.count_nonzero(self._has_vec[: len(self.ids)])) >= self.ann_min_rows and (
+            ann.available()
+        )
+
+    def prepare(self, wait: bool = False) -> None:
+        """Do now the one-off work a first search would (fitting the coarse projection;
+        the nearest-neighbour graph: started in the background where this process
+        builds there, built before returning with ``wait``), so a snapshot taken next
+        holds it and a new process skips it."""
         self._fit()
+        if not self._wants_graph():
+            return
+        build = self._ann_build if self._ann is None else None
+        if self._ann is None and build is None and (wait or ann.builds_in_background()):
+            build = self._start_graph()
+        if build is not None and wait:
+            build.done.wait()
+            self._adopt_graph(build)
 
     def _fit(self) -> bool:
         """Fit the coarse projection (once): top principal directions of a row sample."""

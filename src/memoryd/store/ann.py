@@ -1,0 +1,143 @@
+"""An approximate nearest-neighbour graph over the search index's rows (HNSW, usearch).
+
+A linear scan streams every row per query: at 1M memories even the 96-dimension
+projection pass of :class:`~memoryd.store.vectors.VectorIndex` is ~50 ms. Above
+``ANN_MIN_ROWS`` rows the index also keeps an HNSW graph (usearch, int8, cosine)
+keyed by row number; a search asks it for a few hundred candidates and re-scores
+them exactly against the index's own vectors, so a hit's score is the same as
+with the scan. ``bench/scale.py`` reports the top-10 agreement with the exact scan.
+
+The graph is built in a background thread by a long-lived process (``memoryd
+serve`` calls :func:`build_in_background`): the index keeps answering by the scan
+meanwhile (~1 minute at 100k rows on 2 cores) and adopts the graph when it is
+complete. It is then kept up to date row by row, renamed when the index compacts
+its rows, and saved in the index snapshot, so every later process (a CLI command,
+an MCP server) starts with it. A short-lived process never starts a build it would
+not live to finish: without a graph in the snapshot it scans, as below the
+threshold. Every graph operation holds the graph's lock:
+usearch's Python binding grows its capacity on add, which must not race a search.
+
+usearch is an optional dependency: without it the index scans as before.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import threading
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+ANN_MIN_ROWS = 50_000  # below this the projection scan is a few milliseconds
+CANDIDATES = 128  # graph candidates re-scored exactly (at least 8 x k)
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 160  # raised to the candidates asked for when more
+BUILD_BLOCK = 4096
+
+
+_background = threading.Event()
+
+
+def build_in_background(enabled: bool = True) -> None:
+    """Let indexes of this process build their graph in a background thread (a
+    process that lives long enough to finish and use it: the HTTP server)."""
+    if enabled:
+        _background.set()
+    else:
+        _background.clear()
+
+
+def builds_in_background() -> bool:
+    return _background.is_set()
+
+
+def available() -> bool:
+    return importlib.util.find_spec("usearch") is not None
+
+
+def _index_class() -> Any:
+    # onnxruntime must be imported before usearch: the other way round the process
+    # crashes in onnxruntime's import (usearch 2.26, onnxruntime 1.2x, this machine)
+    import onnxruntime  # noqa: F401
+    from usearch.index import Index
+
+    return Index
+
+
+class AnnGraph:
+    """An HNSW graph of row numbers; thread-safe."""
+
+    def __init__(self, dim: int, graph: Any = None) -> None:
+        index_class = _index_class()
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._index: Any = graph or index_class(
+            ndim=dim,
+            metric="cos",
+            dtype="i8",
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+            expansion_search=EXPANSION_SEARCH,
+        )
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def add(self, rows: np.ndarray, vectors: np.ndarray) -> None:
+        if rows.size:
+            keys = rows.astype(np.uint64)
+            with self._lock:
+                self._index.add(keys, np.asarray(vectors, dtype=np.float32), threads=1)
+
+    def remove(self, rows: np.ndarray) -> None:
+        if rows.size:
+            with self._lock:
+                self._index.remove(rows.astype(np.uint64))
+
+    def replace(self, row: int, vector: np.ndarray | None) -> None:
+        """Row ``row`` now holds ``vector`` (None: no vector, or a dead row)."""
+        key = np.array([row], dtype=np.uint64)
+        with self._lock:
+            if self._index.contains(row):
+                self._index.remove(key)
+            if vector is not None:
+                self._index.add(key, np.asarray(vector, dtype=np.float32)[None], threads=1)
+
+    def renumber(self, old: np.ndarray, new: np.ndarray) -> None:
+        """Rows ``old`` became ``new`` (a compaction: every row moves down or stays, so
+        renaming in ascending order never lands on a key still in use)."""
+        moved = old != new
+        old, new = old[moved], new[moved]
+        order = np.argsort(old, kind="stable")
+        with self._lock:
+            for start in range(0, order.size, BUILD_BLOCK):
+                part = order[start : start + BUILD_BLOCK]
+                self._index.rename(old[part].astype(np.uint64), new[part].astype(np.uint64))
+
+    def search(self, query: np.ndarray, count: int) -> np.ndarray:
+        """Up to ``count`` rows nearest ``query`` (best first)."""
+        with self._lock:
+            if len(self._index) == 0:
+                return np.zeros(0, dtype=np.int64)
+            self._index.expansion_search = max(EXPANSION_SEARCH, count)
+            found = self._index.search(np.asarray(query, dtype=np.float32), count)
+        return np.asarray(found.keys, dtype=np.int64)
+
+    def to_array(self) -> np.ndarray:
+        with self._lock:
+            return np.frombuffer(bytes(self._index.save()), dtype=np.uint8)
+
+    @classmethod
+    def from_array(cls, dim: int, data: np.ndarray) -> AnnGraph:
+        graph = _index_class().restore(bytearray(np.asarray(data, dtype=np.uint8).tobytes()))
+        if graph is None or int(graph.ndim) != dim:
+            raise ValueError("the saved nearest-neighbour graph does not match the index")
+        graph.expansion_search = EXPANSION_SEARCH
+        return cls(dim, graph)
+
+    def memory_bytes(self) -> int:
+        return int(self._index.memory_usage)
