@@ -35,7 +35,7 @@ ANN_MIN_ROWS = 50_000  # below this the projection scan is a few milliseconds
 CANDIDATES = 128  # graph candidates re-scored exactly (at least 8 x k)
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 160  # raised to the candidates asked for when more
+EXPANSION_SEARCH = 320  # raised to the candidates asked for when more
 BUILD_BLOCK = 4096
 
 
