@@ -175,3 +175,39 @@ def test_the_graph_travels_with_the_snapshot() -> None:
         assert again.search(q, None, 10) == index.search(q, None, 10)
     again.upsert("late", vecs[3] * -1.0, attrs(), text="late note")  # and it keeps growing
     assert again.search(vecs[3] * -1.0, None, 1)[0][0] == "late"
+
+
+def test_the_graph_replaces_the_coarse_pass_and_a_scope_it_misses_is_scanned() -> None:
+    dim, n = 128, 21_000  # past COARSE_MIN_ROWS and COARSE_DIMS: a two-stage index
+    rng = np.random.default_rng(3)
+    centers = rng.standard_normal((2, dim)) * 3
+    topic = (np.arange(n) % 10 < 3).astype(int)  # 30% on topic 1 (alice), the rest topic 0
+    x = centers[topic] + rng.standard_normal((n, dim))
+    vecs = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    index = VectorIndex(dim)
+    index.ann_min_rows = 2000
+    index.load_block(
+        [f"m{i}" for i in range(n)],
+        vecs,
+        np.ones(n, dtype=bool),
+        {"user_id": ["alice" if t else "bob" for t in topic], "state": ["active"] * n},
+        np.zeros(n),
+        [f"note {i}" for i in range(n)],
+    )
+    index.prepare()  # fits the projection; no graph: this process does not build in the background
+    assert "coarse" in index.state()[1]
+    index.prepare(wait=True)
+    meta, arrays = index.state()
+    assert "ann" in arrays and "coarse" not in arrays  # the graph took the pass's place
+    again = VectorIndex.from_state(meta, arrays)
+    alice = Filters(user_id="alice")
+    query = centers[0] / np.linalg.norm(centers[0])  # bob's topic: the graph finds bob's rows
+    rows = np.flatnonzero(topic == 1)
+    held = vecs.astype(np.float16).astype(np.float32)  # what a two-stage index keeps
+    exact = rows[np.argsort(-(held[rows] @ query.astype(np.float32)), kind="stable")[:10]]
+    for ix in (index, again):
+        got = ix.search(query.astype(np.float32), ix.mask(alice), 10)
+        assert [i for i, _ in got] == [f"m{r}" for r in exact]
+        everyone = [i for i, _ in ix.search(query.astype(np.float32), None, 10)]
+        top = np.argsort(-(vecs @ query))[:10]
+        assert len(set(everyone) & {f"m{r}" for r in top}) >= 9

@@ -101,7 +101,8 @@ class VectorIndex:
         self._digest = np.zeros(capacity, dtype=np.int64)  # text_digest of each row's text
         self._row: dict[str, int] = {}
         self._proj: np.ndarray | None = None  # dim x COARSE_DIMS, once fitted
-        self._coarse = np.zeros((0, COARSE_DIMS), dtype=np.float32)
+        # rows projected on _proj; None before the fit, and once a graph replaces the pass
+        self._coarse: np.ndarray | None = None
         self._names_by_codes: dict[tuple[int, int], frozenset[str]] = {}
         self._threads: list[str] = []  # thread code -> its key, rebuilt when codes grow
         self._version = 0  # bumped by every change: masks are cached per version
@@ -145,7 +146,7 @@ class VectorIndex:
         self._alive = np.resize(self._alive, cap)
         self._has_vec = np.resize(self._has_vec, cap)
         self._alive[len(self.ids) :] = False
-        if self._proj is not None:
+        if self._coarse is not None:
             self._coarse = np.resize(self._coarse, (cap, COARSE_DIMS))
 
     def _set(self, row: int, vector: np.ndarray | None, attrs: dict[str, Any]) -> None:
@@ -154,7 +155,7 @@ class VectorIndex:
             self._vecs[row] = 0.0
         else:
             self._vecs[row] = vector
-        if self._proj is not None:
+        if self._coarse is not None and self._proj is not None:
             self._coarse[row] = 0.0 if vector is None else vector.astype(np.float32) @ self._proj
         self._has_vec[row] = vector is not None
         for c in _CODED:
@@ -244,7 +245,7 @@ class VectorIndex:
                 self._cols["thread"][row] = self._code("thread", key, create=True)
                 self._words[row] = min(t["words"], _MAX_WORDS)
                 self._asks[row] = t["asks"]
-        if self._proj is not None:
+        if self._coarse is not None and self._proj is not None:
             self._coarse[block] = vectors.astype(np.float32) @ self._proj
         if self._ann is not None or self._ann_build is not None:
             for row in range(start, start + m):
@@ -290,7 +291,7 @@ class VectorIndex:
         self._asks = _take(self._asks, keep, cap)
         self._alive = _take(self._alive, keep, cap)
         self._has_vec = _take(self._has_vec, keep, cap)
-        if self._proj is not None:
+        if self._coarse is not None:
             self._coarse = _take(self._coarse, keep, cap)
         self.ids = [self.ids[r] for r in keep]
         self._digest = _take(self._digest, keep, cap)
@@ -304,7 +305,8 @@ class VectorIndex:
 
     def memory_bytes(self) -> int:
         """Bytes this index holds (arrays at their capacity, ids, the id map, BM25)."""
-        arrays: list[np.ndarray] = [self._vecs, self._coarse, self._created, self._when]
+        arrays: list[np.ndarray] = [self._vecs, self._created, self._when]
+        arrays += [] if self._coarse is None else [self._coarse]
         arrays += [self._evergreen, self._turn, self._words, self._asks]
         arrays += [self._alive, self._has_vec, self._digest, *self._cols.values()]
         total = sum(a.nbytes for a in arrays)
@@ -337,6 +339,7 @@ class VectorIndex:
         }
         if self._proj is not None:
             arrays["proj"] = self._proj
+        if self._coarse is not None:
             arrays["coarse"] = self._coarse[:n]
         if self._ann is not None:
             arrays["ann"] = self._ann.to_array()
@@ -379,18 +382,20 @@ class VectorIndex:
         index._row = {mid: r for r, mid in enumerate(ids)}
         if len(index._row) != n or index._digest.shape != (n,):
             raise ValueError("index snapshot: duplicate ids or missing text digests")
-        if "proj" in arrays:
-            index._proj = np.ascontiguousarray(arrays["proj"], dtype=np.float32)
-            index._coarse = np.ascontiguousarray(arrays["coarse"], dtype=np.float32)
-            if index._proj.shape != (index.dim, COARSE_DIMS) or index._coarse.shape != (
-                n,
-                COARSE_DIMS,
-            ):
-                raise ValueError("index snapshot: the coarse projection does not match")
         if "ann" in arrays and ann.available():
             index._ann = ann.AnnGraph.from_array(index.dim, arrays["ann"])
             if len(index._ann) > n:
                 raise ValueError("index snapshot: the graph holds rows the index has not")
+        if "proj" in arrays:
+            index._proj = np.ascontiguousarray(arrays["proj"], dtype=np.float32)
+            if index._proj.shape != (index.dim, COARSE_DIMS):
+                raise ValueError("index snapshot: the coarse projection does not match")
+            if "coarse" in arrays:
+                index._coarse = np.ascontiguousarray(arrays["coarse"], dtype=np.float32)
+                if index._coarse.shape != (n, COARSE_DIMS):
+                    raise ValueError("index snapshot: the coarse rows do not match")
+            elif index._ann is None:  # saved with a graph this process cannot load
+                index._coarse = index._project(n)
         kw = {k.removeprefix("kw_"): v for k, v in arrays.items() if k.startswith("kw_")}
         index.keywords = KeywordIndex.from_state(meta["terms"], kw, rows=n)
         return index
@@ -457,7 +462,9 @@ class VectorIndex:
             found = self._graph_search(graph, query, mask, allowed, k)
             if found is not None:
                 return found
-        if allowed < COARSE_MIN_ROWS or not self._fit():
+        if allowed < COARSE_MIN_ROWS or not self._fit() or self._coarse is None:
+            # exact: a small index or scope, or a graph (which replaced the coarse pass)
+            # that found too few rows in scope
             if rows is None and self._proj is None:  # float32: one pass over the matrix
                 return self._top(self._vecs[:n] @ query, mask, k, normalise=False)
             rows = np.flatnonzero(mask) if rows is None else rows
@@ -547,6 +554,7 @@ class VectorIndex:
             redo = redo[self._has_vec[redo] & self._alive[redo]]
             graph.add(redo, self._vecs[redo].astype(np.float32))
             self._ann, self._ann_build = graph, None
+            self._coarse = None  # the graph's candidates replace the coarse pass
 
     @property
     def graph_size(self) -> int:
@@ -578,6 +586,17 @@ class VectorIndex:
             build.done.wait()
             self._adopt_graph(build)
 
+    def _project(self, capacity: int) -> np.ndarray:
+        """The coarse rows: every row projected on ``_proj`` (in blocks: no full float32
+        copy of a half-precision matrix)."""
+        assert self._proj is not None
+        n = len(self.ids)
+        coarse = np.zeros((capacity, COARSE_DIMS), dtype=np.float32)
+        for start in range(0, n, 65_536):
+            block = self._vecs[start : min(n, start + 65_536)].astype(np.float32)
+            coarse[start : start + block.shape[0]] = block @ self._proj
+        return coarse
+
     def _fit(self) -> bool:
         """Fit the coarse projection (once): top principal directions of a row sample."""
         if self._proj is not None:
@@ -588,10 +607,9 @@ class VectorIndex:
             return False
         sample = self._vecs[np.sort(_sample(rows, _FIT_SAMPLE))].astype(np.float64)
         _, eigvecs = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
-        proj = np.ascontiguousarray(eigvecs[:, ::-1][:, :COARSE_DIMS], dtype=np.float32)
-        coarse = np.zeros((self._vecs.shape[0], COARSE_DIMS), dtype=np.float32)
-        np.matmul(self._vecs[:n], proj, out=coarse[:n])
-        self._proj, self._coarse = proj, coarse
+        self._proj = np.ascontiguousarray(eigvecs[:, ::-1][:, :COARSE_DIMS], dtype=np.float32)
+        if self._ann is None:  # a graph replaces the coarse pass
+            self._coarse = self._project(self._vecs.shape[0])
         # from here on the coarse pass finds candidates and the full vectors only re-score
         # a shortlist (or a small scope's rows): half precision is plenty for that and
         # halves what the index keeps per memory (768 bytes, not 1,536, at 384 dims)
