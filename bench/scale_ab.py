@@ -14,7 +14,9 @@ index's bytes per memory.
         --out bench/results/scale-ab-100k.json
 
 ``--build`` writes ``scale.py``'s synthetic memories with ``--synthetic-vectors``
-(real text, blended real embeddings) through the current tree.
+(real text, blended real embeddings) through the current tree, and builds the
+nearest-neighbour graph a server would (store/ann.py). Each tree works on its own copy
+of the store (``<home>-before``, ``<home>-after``, made on first use).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -112,14 +115,28 @@ def build(home: Path, size: int) -> None:
     mem.close()  # saves the snapshot with the graph
 
 
+def copies(home: Path, trees: dict[str, str]) -> dict[str, Path]:
+    """A copy of the store for each tree (``<home>-<name>``, made once): a tree that cannot
+    read the other's index snapshot rebuilds and saves its own, which would otherwise
+    replace the other's between turns."""
+    out: dict[str, Path] = {}
+    for name in trees:
+        copy = home.with_name(f"{home.name}-{name}")
+        if not copy.exists():
+            shutil.copytree(home, copy)
+        out[name] = copy
+    return out
+
+
 def compare(home: Path, trees: dict[str, str], rounds: int) -> dict[str, Any]:
     raw: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     per = QUERIES // rounds
+    homes = copies(home, trees)
     for r in range(rounds):
         order = list(trees) if r % 2 == 0 else list(trees)[::-1]
         for name in order:
             env = {**os.environ, "PYTHONPATH": str(Path(trees[name]).resolve())}
-            args = [home, r * per, (r + 1) * per, BENCH]
+            args = [homes[name], r * per, (r + 1) * per, BENCH]
             done = subprocess.run(
                 [sys.executable, "-c", _WORKER, *map(str, args)],
                 env=env,

@@ -205,7 +205,10 @@ def test_the_graph_replaces_the_coarse_pass_and_a_scope_it_misses_is_scanned() -
     rows = np.flatnonzero(topic == 1)
     held = vecs.astype(np.float16).astype(np.float32)  # what a two-stage index keeps
     exact = rows[np.argsort(-(held[rows] @ query.astype(np.float32)), kind="stable")[:10]]
-    for ix in (index, again):
+    # a process that cannot load the graph (usearch missing) projects the rows again
+    scan = VectorIndex.from_state(meta, {k: v for k, v in arrays.items() if k != "ann"})
+    assert scan.graph_size == 0 and "coarse" in scan.state()[1]
+    for ix in (index, again, scan):
         got = ix.search(query.astype(np.float32), ix.mask(alice), 10)
         assert [i for i, _ in got] == [f"m{r}" for r in exact]
         everyone = [i for i, _ in ix.search(query.astype(np.float32), None, 10)]

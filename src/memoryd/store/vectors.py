@@ -390,11 +390,13 @@ class VectorIndex:
             index._proj = np.ascontiguousarray(arrays["proj"], dtype=np.float32)
             if index._proj.shape != (index.dim, COARSE_DIMS):
                 raise ValueError("index snapshot: the coarse projection does not match")
-            if "coarse" in arrays:
+            if index._ann is not None:
+                pass  # the graph replaces the coarse pass
+            elif "coarse" in arrays:
                 index._coarse = np.ascontiguousarray(arrays["coarse"], dtype=np.float32)
                 if index._coarse.shape != (n, COARSE_DIMS):
                     raise ValueError("index snapshot: the coarse rows do not match")
-            elif index._ann is None:  # saved with a graph this process cannot load
+            else:  # saved with a graph this process cannot load (no usearch)
                 index._coarse = index._project(n)
         kw = {k.removeprefix("kw_"): v for k, v in arrays.items() if k.startswith("kw_")}
         index.keywords = KeywordIndex.from_state(meta["terms"], kw, rows=n)
