@@ -7,9 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import httpx
 import numpy as np
 import pytest
 
+from memoryd.core import Memory
 from memoryd.models import Filters
 from memoryd.store import ann
 from memoryd.store.vectors import VectorIndex
@@ -214,3 +216,15 @@ def test_the_graph_replaces_the_coarse_pass_and_a_scope_it_misses_is_scanned() -
         everyone = [i for i, _ in ix.search(query.astype(np.float32), None, 10)]
         top = np.argsort(-(vecs @ query))[:10]
         assert len(set(everyone) & {f"m{r}" for r in top}) >= 9
+
+
+def test_a_running_server_builds_graphs_in_the_background(memory: Memory, live_server) -> None:  # type: ignore[no-untyped-def]
+    from memoryd.api import create_app
+
+    ann.build_in_background(False)
+    try:
+        with live_server(create_app(memory=memory)) as server:
+            assert httpx.get(f"{server.url}/health").status_code == 200
+            assert ann.builds_in_background()  # Memory.stay_ready, from the app's start-up
+    finally:
+        ann.build_in_background(False)
