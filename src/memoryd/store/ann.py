@@ -140,11 +140,12 @@ class AnnGraph:
 
     def to_array(self) -> np.ndarray:
         with self._lock:
-            return np.frombuffer(bytes(self._index.save()), dtype=np.uint8)
+            return np.frombuffer(self._index.save(), dtype=np.uint8)  # a bytearray: no copy
 
     @classmethod
     def from_array(cls, dim: int, data: np.ndarray) -> AnnGraph:
-        graph = _index_class().restore(bytearray(np.asarray(data, dtype=np.uint8).tobytes()))
+        # restore copies what it reads: the array itself goes in, no bytes copy of it first
+        graph = _index_class().restore(np.ascontiguousarray(data, dtype=np.uint8))
         if graph is None or int(graph.ndim) != dim:
             raise ValueError("the saved nearest-neighbour graph does not match the index")
         graph.expansion_search = EXPANSION_SEARCH
