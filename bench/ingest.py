@@ -25,12 +25,31 @@ import httpx
 
 from _common import loadavg, machine_info, percentile_ms
 from paths import Server
-from scale import batches
+from scale import TextGen, batches
+
+#: short facts, 5-8 words, what an agent stores one at a time ("Ana likes sushi.")
+SHORT = [
+    "{name} likes {food}.",
+    "{name} works as a {prof}.",
+    "{name}'s dog is called {pet}.",
+    "{name} lives on {street} Street.",
+    "{name} enjoys {act} in {place}.",
+    "{name} is on project {code}.",
+    "{name} joined {org}.",
+]
 
 
-def facts(n: int, seed: int) -> list[str]:
-    """``n`` distinct synthetic facts (scale.py's generator)."""
-    return next(batches(n, n, seed))[1]
+def facts(n: int, seed: int, kind: str = "sentence") -> list[str]:
+    """``n`` distinct synthetic facts: scale.py's 18-30 word sentences, or short ones."""
+    if kind == "sentence":
+        return next(batches(n, n, seed))[1]
+    gen, out, seen = TextGen(seed), [], set()
+    while len(out) < n:
+        text = gen._fill(gen.rng.choice(SHORT))
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
 
 
 def run(server: Server, texts: list[str], clients: int) -> dict[str, Any]:
@@ -65,6 +84,7 @@ def main() -> None:
     p.add_argument("--memories", type=int, default=2000, help="memories per client setting")
     p.add_argument("--clients", default="1,8,32", help="comma list of concurrent clients")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--kind", choices=("sentence", "short"), default="sentence")
     p.add_argument("--out", help="write the JSON results here")
     args = p.parse_args()
     info = machine_info()
@@ -74,12 +94,12 @@ def main() -> None:
         try:
             server.post("/memory/add", {"text": "warm up the model", "user_id": "u"})
             for n, clients in enumerate(int(c) for c in args.clients.split(",")):
-                texts = facts(args.memories, args.seed + n)
+                texts = facts(args.memories, args.seed + n, args.kind)
                 results.append(run(server, texts, clients))
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
         finally:
             server.close()
-    out = {"meta": {**info, "loadavg_end": loadavg()}, "runs": results}
+    out = {"meta": {**info, "kind": args.kind, "loadavg_end": loadavg()}, "runs": results}
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print("| clients | memories/s | request p50 / p95 ms |")
