@@ -4,6 +4,7 @@ removals, compaction, a build that races writers, and the snapshot."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -228,3 +229,55 @@ def test_a_running_server_builds_graphs_in_the_background(memory: Memory, live_s
             assert ann.builds_in_background()  # Memory.stay_ready, from the app's start-up
     finally:
         ann.build_in_background(False)
+
+
+def test_a_compaction_during_the_build_restarts_it_on_the_new_rows(background: None) -> None:
+    index, vecs = build()
+    index.prepare()  # building in the background over the rows as they are
+    gone = set(range(0, ROWS, 3))
+    for i in sorted(gone):
+        index.remove(f"m{i}")  # compacts on the way: the build's row numbers are stale
+    live = {f"m{i}": v for i, v in enumerate(vecs) if i not in gone}
+    for _ in range(600):
+        index.search(vecs[1], None, 5)  # adopts a finished build, or starts a new one
+        if index.graph_size:
+            break
+        time.sleep(0.05)
+    assert index.graph_size == len(live)
+    for i in (1, 2, 4, ROWS - 1):
+        assert index.search(vecs[i], None, 1)[0][0] == f"m{i}"
+    assert agreement(index, live, vectors(30, seed=14)) >= 0.97
+
+
+def test_searches_and_writes_at_once_keep_the_graph_whole() -> None:
+    index, vecs = build()
+    index.prepare(wait=True)
+    extra = vectors(400, seed=21)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        try:
+            while not stop.is_set():
+                for q in extra[:50]:
+                    for memory_id, _ in index.search(q, None, 10):
+                        assert memory_id.startswith(("m", "x"))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    readers = [threading.Thread(target=search) for _ in range(3)]
+    for t in readers:
+        t.start()
+    for i, v in enumerate(extra):  # the store writes one thread at a time (its lock)
+        index.upsert(f"x{i}", v, attrs(), text=f"extra {i}")
+        if i % 4 == 0:
+            index.remove(f"m{i}")
+    stop.set()
+    for t in readers:
+        t.join()
+    assert not errors
+    live = {f"m{i}": v for i, v in enumerate(vecs) if i % 4 or i >= 400}
+    live |= {f"x{i}": v for i, v in enumerate(extra)}
+    assert index.graph_size == len(live)
+    for memory_id in ("x0", "x399", "m1"):
+        assert index.search(live[memory_id], None, 1)[0][0] == memory_id

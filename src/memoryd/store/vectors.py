@@ -487,7 +487,7 @@ class VectorIndex:
     ) -> list[tuple[str, float]] | None:
         """The graph's candidates within ``mask``, re-scored exactly; None when too few
         of them are in scope (the caller scans instead)."""
-        n = len(self.ids)
+        n = mask.shape[0]  # the rows as of this search: writers may append meanwhile
         candidates, ef = ann.search_width(n)
         wanted = max(candidates, 8 * k)
         rows = graph.search(query, min(n, -(-wanted * n // allowed)), ef)  # over-fetch: 1/share
