@@ -281,3 +281,12 @@ def test_searches_and_writes_at_once_keep_the_graph_whole() -> None:
     assert index.graph_size == len(live)
     for memory_id in ("x0", "x399", "m1"):
         assert index.search(live[memory_id], None, 1)[0][0] == memory_id
+
+
+def test_a_damaged_graph_in_a_snapshot_is_refused_not_trusted() -> None:
+    index, _ = build()
+    index.prepare(wait=True)
+    meta, arrays = index.state()
+    arrays["ann"] = arrays["ann"][: arrays["ann"].size // 2]  # cut short
+    with pytest.raises(ValueError):
+        VectorIndex.from_state(meta, arrays)  # snapshot.load then rebuilds from the rows

@@ -9,7 +9,7 @@ with the scan. ``bench/scale.py`` reports the top-10 agreement with the exact sc
 
 The graph is built in a background thread by a long-lived process (``memoryd
 serve`` calls :func:`build_in_background`): the index keeps answering by the scan
-meanwhile (~1 minute at 100k rows on 2 cores) and adopts the graph when it is
+meanwhile (the build takes one core ~30 s at 100k rows, ~8 minutes at 1M) and adopts the graph when it is
 complete. It is then kept up to date row by row, renamed when the index compacts
 its rows, and saved in the index snapshot, so every later process (a CLI command,
 an MCP server) starts with it. A short-lived process never starts a build it would
@@ -17,7 +17,8 @@ not live to finish: without a graph in the snapshot it scans, as below the
 threshold. Every graph operation holds the graph's lock:
 usearch's Python binding grows its capacity on add, which must not race a search.
 
-usearch is an optional dependency: without it the index scans as before.
+usearch is installed with memoryd; where it cannot be (a platform without a wheel),
+the index scans as before.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def available() -> bool:
 
 def _index_class() -> Any:
     # onnxruntime must be imported before usearch: the other way round the process
-    # crashes in onnxruntime's import (usearch 2.26, onnxruntime 1.2x, this machine)
+    # crashes in onnxruntime's import (usearch 2.26.6 with onnxruntime 1.31.1 on Linux x86-64)
     import onnxruntime  # noqa: F401
     from usearch.index import Index
 
@@ -86,13 +87,17 @@ class AnnGraph:
         index_class = _index_class()
         self.dim = dim
         self._lock = threading.Lock()
-        self._index: Any = graph or index_class(
-            ndim=dim,
-            metric="cos",
-            dtype="i8",
-            connectivity=CONNECTIVITY,
-            expansion_add=EXPANSION_ADD,
-            expansion_search=EXPANSION_SEARCH,
+        self._index: Any = (
+            graph
+            if graph is not None
+            else index_class(
+                ndim=dim,
+                metric="cos",
+                dtype="i8",
+                connectivity=CONNECTIVITY,
+                expansion_add=EXPANSION_ADD,
+                expansion_search=EXPANSION_SEARCH,
+            )
         )
 
     def __len__(self) -> int:
@@ -145,15 +150,18 @@ class AnnGraph:
     @classmethod
     def from_array(cls, dim: int, data: np.ndarray) -> AnnGraph:
         # restore copies what it reads: the array itself goes in, no bytes copy of it first
-        graph = _index_class().restore(np.ascontiguousarray(data, dtype=np.uint8))
+        try:
+            graph = _index_class().restore(np.ascontiguousarray(data, dtype=np.uint8))
+        except Exception as exc:  # usearch raises its own errors: the snapshot is unusable
+            raise ValueError(f"the saved nearest-neighbour graph does not load: {exc}") from exc
         if graph is None or int(graph.ndim) != dim:
             raise ValueError("the saved nearest-neighbour graph does not match the index")
         graph.expansion_search = EXPANSION_SEARCH
         return cls(dim, graph)
 
     def memory_bytes(self) -> int:
-        """The graph's bytes as saved (its vectors, links and keys). usearch's own
-        ``memory_usage`` counts its arenas' reserved capacity: ~1.1 KB a row at any
-        connectivity, where a process's resident size grows by about this figure."""
+        """The graph's bytes as saved (its int8 vectors, links and keys: ~530 a row); a
+        process's resident size grows by about that much. usearch's own ``memory_usage``
+        counts its arenas' reserved capacity (~1.1 KB a row at any connectivity)."""
         with self._lock:
             return int(self._index.serialized_length)

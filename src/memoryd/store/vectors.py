@@ -84,6 +84,7 @@ class VectorIndex:
         self._ann: ann.AnnGraph | None = None
         self._ann_build: _Build | None = None
         self._ann_guard = threading.Lock()  # adoption vs writers' graph updates
+        self._ann_failed = False  # a build failed: this process scans from then on
         self._epoch = 0  # bumped by every compaction (row numbers change)
         self.keywords = KeywordIndex()
         self._vecs = np.zeros((capacity, dim), dtype=np.float32)
@@ -503,7 +504,7 @@ class VectorIndex:
         index is large enough (None meanwhile: the caller scans)."""
         if self._ann is not None:
             return self._ann
-        if allowed < self.ann_min_rows or not ann.available():
+        if allowed < self.ann_min_rows or self._ann_failed or not ann.available():
             return None
         build = self._ann_build
         if build is None:
@@ -536,9 +537,10 @@ class VectorIndex:
                 rows = rows[has_vec[rows] & alive[rows]]
                 graph.add(rows, vecs[rows].astype(np.float32))
             build.graph = graph
-        except Exception:  # the scan keeps answering; the next search tries again
-            log.exception("building the nearest-neighbour graph failed")
+        except Exception:  # the scan keeps answering, as without a graph
+            log.exception("building the nearest-neighbour graph failed; searches scan")
             with self._ann_guard:
+                self._ann_failed = True
                 if self._ann_build is build:
                     self._ann_build = None
         finally:
