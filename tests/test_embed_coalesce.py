@@ -16,7 +16,7 @@ import pytest
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.embed.coalesce import Coalescer
-from memoryd.embed.onnx import OnnxEmbedder
+from memoryd.embed.onnx import GROUP_MAX, GROUP_RATIO, GROUP_SLACK, OnnxEmbedder, length_groups
 from memoryd.models import Event
 from memoryd.settings import OnnxEmbedSettings, Settings
 from tests.conftest import FakeClock
@@ -182,3 +182,22 @@ def test_an_add_runs_the_model_outside_the_write_transaction(
         held.release.set()
         events = first.result(20) + second.result(20)
     assert [e.event for e in events] == [Event.ADD, Event.ADD]
+
+
+def test_a_run_groups_texts_of_similar_length() -> None:
+    lengths = [40, 5, 102, 12, 38, 6, 41, 13, 7, 90, 36] + [20] * 40
+    groups = length_groups(lengths)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))  # each once
+    for g in groups:
+        first, last = lengths[g[0]], lengths[g[-1]]
+        assert lengths[g[0]] == min(lengths[i] for i in g)
+        assert last <= max(first * GROUP_RATIO, first + GROUP_SLACK) and len(g) <= GROUP_MAX
+    assert [lengths[g[0]] for g in groups] == sorted(lengths[g[0]] for g in groups)
+    assert {5, 6, 7} == {lengths[i] for i in groups[0]}  # within the slack of 4 tokens
+    assert [len(g) for g in groups if lengths[g[0]] == 20] == [32, 8]  # at most 32 a run
+
+
+def test_texts_of_many_lengths_embed_in_one_call_as_they_do_alone(embedder: Embedder) -> None:
+    texts = [("word " * n).strip() + f" {n}" for n in (1, 3, 7, 20, 60, 150, 4, 33, 90, 2)]
+    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    assert np.allclose(embedder.embed(texts), alone, atol=1e-5)
