@@ -525,3 +525,37 @@ def test_rank_facts_place_a_turn_in_its_conversation(store: Store) -> None:
     store.update(changed)
     assert store.rank_facts(["m5"]) == {"m5": facts_of(changed)}
     assert store.rank_facts(["m5"])["m5"].turn == (expected["m5"].turn[0], 9)  # type: ignore[index]
+
+
+def test_searches_while_others_write_and_delete_never_fail(store: Store) -> None:
+    """A search runs while other threads add and delete (a server's requests): it
+    answers from the rows as they were or as they are, never an error (the index's
+    scope mask and its rows came from two moments: 500s in the soak test)."""
+    import threading
+
+    store.add([rec(i, f"note {i} about deploys") for i in range(50)])
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def search() -> None:
+        try:
+            while not stop.is_set():
+                assert store.vector_search(vec(3), Filters(user_id="alice"), 10)
+                assert store.keyword_search("deploys", Filters(user_id="alice"), 10)
+                store.rank_facts([f"m{i}" for i in range(0, 2000, 7)])
+        except BaseException as exc:  # reported in the test's thread
+            errors.append(exc)
+
+    readers = [threading.Thread(target=search) for _ in range(6)]
+    for t in readers:
+        t.start()
+    try:
+        for i in range(50, 2000):  # one write at a time, deleting past a compaction
+            store.add([rec(i, f"note {i} about deploys")])
+            if i % 5 < 3:
+                store.set_state(f"m{i - 50}", State.DELETED, event=Event.DELETE)
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    assert not errors, errors[:3]

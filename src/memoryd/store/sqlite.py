@@ -391,8 +391,12 @@ class SQLiteStore(SQLStore):
         """BM25 from the in-memory postings (see keywords.py for why not FTS5's bm25())."""
         if limit <= 0 or not keyword_terms(query):
             return []
-        index = self._sync_index()
-        return index.keyword_search(query, self._mask(index, filters), limit)
+        # under the store's lock: the scope's mask and the index rows it masks are of one
+        # moment (another thread's sync appends or compacts rows in between otherwise: a
+        # 500 under concurrent writes); the index answers in milliseconds, a write waits
+        with self._lock:
+            index = self._sync_index()
+            return index.keyword_search(query, self._mask(index, filters), limit)
 
     def _mask(self, index: VectorIndex, filters: Filters) -> np.ndarray:
         mask = index.mask(filters)
@@ -580,10 +584,11 @@ class SQLiteStore(SQLStore):
     def vector_search(
         self, vector: np.ndarray, filters: Filters, limit: int
     ) -> builtins.list[tuple[str, float]]:
-        index = self._sync_index()
-        if len(index) == 0 or vector.shape[-1] != index.dim:
-            return []
-        return index.search(vector, self._mask(index, filters), limit)
+        with self._lock:  # see keyword_search
+            index = self._sync_index()
+            if len(index) == 0 or vector.shape[-1] != index.dim:
+                return []
+            return index.search(vector, self._mask(index, filters), limit)
 
     def _ids_where(self, filters: Filters) -> builtins.list[str]:
         where, params = self.dialect.where(filters)
@@ -591,13 +596,15 @@ class SQLiteStore(SQLStore):
             return [r[0] for r in self._db.execute(f"SELECT id FROM memories {where}", params)]
 
     def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
-        index = self._sync_index()
-        if vector.shape[-1] != index.dim:
-            return {}
-        return index.scores(vector, ids)
+        with self._lock:  # see keyword_search
+            index = self._sync_index()
+            if vector.shape[-1] != index.dim:
+                return {}
+            return index.scores(vector, ids)
 
     def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
-        return self._sync_index().rank_facts(ids)
+        with self._lock:  # see keyword_search
+            return self._sync_index().rank_facts(ids)
 
     # -- bulk copy (memoryd store migrate) --------------------------------------------------------
     @contextmanager
