@@ -4,6 +4,8 @@ removals, compaction, a build that races writers, and the snapshot."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -290,3 +292,31 @@ def test_a_damaged_graph_in_a_snapshot_is_refused_not_trusted() -> None:
     arrays["ann"] = arrays["ann"][: arrays["ann"].size // 2]  # cut short
     with pytest.raises(ValueError):
         VectorIndex.from_state(meta, arrays)  # snapshot.load then rebuilds from the rows
+
+
+_EXIT_MID_BUILD = """
+import time
+import numpy as np
+from memoryd.store import ann
+from memoryd.store.vectors import VectorIndex
+ann.build_in_background()
+x = np.random.default_rng(0).standard_normal((40_000, 64)).astype(np.float32)
+x /= np.linalg.norm(x, axis=1, keepdims=True)
+index = VectorIndex(64)
+index.ann_min_rows = 1000
+n = len(x)
+index.load_block([f"m{i}" for i in range(n)], x, np.ones(n, bool), {}, np.zeros(n), [""] * n)
+index.search(x[0], None, 5)  # starts the build
+time.sleep(0.3)
+assert index.graph_size == 0, "the build finished before the process left: nothing tested"
+print("leaving mid-build", flush=True)
+"""
+
+
+def test_a_process_leaving_mid_build_exits_cleanly() -> None:
+    # without stopping the build at exit the process aborted inside usearch (exit 134)
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT_MID_BUILD], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "leaving mid-build" in done.stdout

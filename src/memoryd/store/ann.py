@@ -23,10 +23,12 @@ the index scans as before.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import logging
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,7 +40,7 @@ CANDIDATES = 128  # graph candidates re-scored exactly, at the least (and 8 x k)
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 320  # the graph's search breadth (ef), at the least
-BUILD_BLOCK = 4096
+BUILD_BLOCK = 1024  # rows a builder adds between looks at its stop flag (~0.3 s)
 
 
 _background = threading.Event()
@@ -55,6 +57,41 @@ def build_in_background(enabled: bool = True) -> None:
 
 def builds_in_background() -> bool:
     return _background.is_set()
+
+
+_running: set[tuple[threading.Thread, threading.Event]] = set()
+_running_lock = threading.Lock()
+
+
+def run_build(work: Callable[[], None], stop: threading.Event) -> None:
+    """Run ``work`` (a graph build that returns soon after ``stop`` is set) in a daemon
+    thread that the process stops and waits for at exit: a process leaving while usearch
+    is inside an ``add`` aborts ("terminate called without an active exception")."""
+
+    def run() -> None:
+        try:
+            work()
+        finally:
+            with _running_lock:
+                _running.discard(entry)
+
+    thread = threading.Thread(target=run, name="memoryd-ann-build", daemon=True)
+    entry = (thread, stop)
+    with _running_lock:
+        _running.add(entry)
+    thread.start()
+
+
+@atexit.register
+def stop_builds(timeout: float = 30.0) -> None:
+    """Stop every graph build of this process and wait for them (at exit, and from
+    :meth:`VectorIndex.close`)."""
+    with _running_lock:
+        running = list(_running)
+    for _, stop in running:
+        stop.set()
+    for thread, _ in running:
+        thread.join(timeout)
 
 
 def search_width(rows: int) -> tuple[int, int]:

@@ -283,6 +283,8 @@ class SQLiteStore(SQLStore):
                 or (index.prepared and not self._snapshot_prepared)
             ):
                 self._save_snapshot(index)
+            if index is not None:
+                index.stop_building()
             self._db.close()
 
     @contextmanager

@@ -75,6 +75,7 @@ class _Build:
     dirty: set[int] = field(default_factory=set)
     graph: ann.AnnGraph | None = None  # set when complete
     done: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)  # give up (compaction, exit)
 
 
 class VectorIndex:
@@ -300,6 +301,8 @@ class VectorIndex:
         self.keywords.remap(new_row, keep.size)
         with self._ann_guard:
             self._epoch += 1  # a graph being built is for the old row numbers: dropped
+            if self._ann_build is not None:
+                self._ann_build.stop.set()
             self._ann_build = None
             if self._ann is not None:  # dead rows left the graph when they died
                 self._ann.renumber(keep, np.arange(keep.size))
@@ -519,9 +522,7 @@ class VectorIndex:
             if self._ann_build is not None:
                 return self._ann_build
             build = self._ann_build = _Build(len(self.ids), self._epoch)
-        threading.Thread(
-            target=self._build_graph, args=(build,), name="memoryd-ann-build", daemon=True
-        ).start()
+        ann.run_build(lambda: self._build_graph(build), build.stop)
         return build
 
     def _build_graph(self, build: _Build) -> None:
@@ -530,7 +531,7 @@ class VectorIndex:
         try:
             graph = ann.AnnGraph(self.dim)
             for start in range(0, build.rows, ann.BUILD_BLOCK):
-                if self._epoch != build.epoch:
+                if self._epoch != build.epoch or build.stop.is_set():
                     return
                 rows = np.arange(start, min(build.rows, start + ann.BUILD_BLOCK))
                 vecs, has_vec, alive = self._vecs, self._has_vec, self._alive
@@ -560,6 +561,13 @@ class VectorIndex:
             graph.add(redo, self._vecs[redo].astype(np.float32))
             self._ann, self._ann_build = graph, None
             self._coarse = None  # the graph's candidates replace the coarse pass
+
+    def stop_building(self, timeout: float = 30.0) -> None:
+        """Stop a graph build under way and wait for its thread (the store is closing)."""
+        build = self._ann_build
+        if build is not None:
+            build.stop.set()
+            build.done.wait(timeout)
 
     @property
     def graph_size(self) -> int:
