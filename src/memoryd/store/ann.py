@@ -84,8 +84,8 @@ def run_build(work: Callable[[], None], stop: threading.Event) -> None:
 
 @atexit.register
 def stop_builds(timeout: float = 30.0) -> None:
-    """Stop every graph build of this process and wait for them (at exit, and from
-    :meth:`VectorIndex.close`)."""
+    """Stop every graph build of this process and wait for them (registered to run at
+    exit; a closing store stops its own, :meth:`VectorIndex.stop_building`)."""
     with _running_lock:
         running = list(_running)
     for _, stop in running:

@@ -66,12 +66,10 @@ def headroom(rows: int) -> int:
 
 @dataclass
 class _Build:
-    """A nearest-neighbour graph being built in the background over rows ``[0, rows)``
-    as of compaction ``epoch``; ``dirty`` are rows changed meanwhile (re-added when the
-    graph is adopted)."""
+    """A nearest-neighbour graph being built in the background over rows ``[0, rows)``;
+    ``dirty`` are rows changed meanwhile (re-added when the graph is adopted)."""
 
     rows: int
-    epoch: int
     dirty: set[int] = field(default_factory=set)
     graph: ann.AnnGraph | None = None  # set when complete
     done: threading.Event = field(default_factory=threading.Event)
@@ -86,7 +84,6 @@ class VectorIndex:
         self._ann_build: _Build | None = None
         self._ann_guard = threading.Lock()  # adoption vs writers' graph updates
         self._ann_failed = False  # a build failed: this process scans from then on
-        self._epoch = 0  # bumped by every compaction (row numbers change)
         self.keywords = KeywordIndex()
         self._vecs = np.zeros((capacity, dim), dtype=np.float32)
         self._cols = {c: np.full(capacity, -1, dtype=np.int32) for c in _CODED}
@@ -300,8 +297,7 @@ class VectorIndex:
         self._row = {mid: r for r, mid in enumerate(self.ids) if mid is not None}
         self.keywords.remap(new_row, keep.size)
         with self._ann_guard:
-            self._epoch += 1  # a graph being built is for the old row numbers: dropped
-            if self._ann_build is not None:
+            if self._ann_build is not None:  # built for the old row numbers: dropped
                 self._ann_build.stop.set()
             self._ann_build = None
             if self._ann is not None:  # dead rows left the graph when they died
@@ -394,13 +390,11 @@ class VectorIndex:
             index._proj = np.ascontiguousarray(arrays["proj"], dtype=np.float32)
             if index._proj.shape != (index.dim, COARSE_DIMS):
                 raise ValueError("index snapshot: the coarse projection does not match")
-            if index._ann is not None:
-                pass  # the graph replaces the coarse pass
-            elif "coarse" in arrays:
+            if index._ann is None and "coarse" in arrays:  # with a graph, no coarse pass
                 index._coarse = np.ascontiguousarray(arrays["coarse"], dtype=np.float32)
                 if index._coarse.shape != (n, COARSE_DIMS):
                     raise ValueError("index snapshot: the coarse rows do not match")
-            else:  # saved with a graph this process cannot load (no usearch)
+            elif index._ann is None:  # saved with a graph this process cannot load
                 index._coarse = index._project(n)
         kw = {k.removeprefix("kw_"): v for k, v in arrays.items() if k.startswith("kw_")}
         index.keywords = KeywordIndex.from_state(meta["terms"], kw, rows=n)
@@ -521,7 +515,7 @@ class VectorIndex:
         with self._ann_guard:
             if self._ann_build is not None:
                 return self._ann_build
-            build = self._ann_build = _Build(len(self.ids), self._epoch)
+            build = self._ann_build = _Build(len(self.ids))
         ann.run_build(lambda: self._build_graph(build), build.stop)
         return build
 
@@ -531,7 +525,7 @@ class VectorIndex:
         try:
             graph = ann.AnnGraph(self.dim)
             for start in range(0, build.rows, ann.BUILD_BLOCK):
-                if self._epoch != build.epoch or build.stop.is_set():
+                if build.stop.is_set():
                     return
                 rows = np.arange(start, min(build.rows, start + ann.BUILD_BLOCK))
                 vecs, has_vec, alive = self._vecs, self._has_vec, self._alive
