@@ -1,13 +1,16 @@
-"""HTTP ingest: memories per second through ``POST /memory/add``, one memory per request.
+"""HTTP ingest: memories per second through ``POST /memory/add``.
 
-An agent (or a fleet of them) stores memories one at a time, so what a user
-sees is the rate of single-text requests, alone and concurrent, not the
+An agent (or a fleet of them) mostly stores memories one at a time, so the
+first figure is the rate of single-text requests, alone and concurrent, not the
 model's bulk throughput. A real ``memoryd serve`` (temporary home, shipped
 defaults) answers ``--clients`` concurrent clients, each posting its share of
 distinct synthetic facts (``infer: false``); the same texts are never sent
-twice (the embedding cache would skip the model).
+twice (the embedding cache would skip the model). ``--batch N`` sends ``N``
+facts per request as ``texts`` (an import, or an agent saving several facts at
+once): the rate of the bulk path through HTTP.
 
     python bench/ingest.py --memories 2000 --clients 1,8,32 --out bench/results/ingest.json
+    python bench/ingest.py --kind short --batch 1,16,64 --clients 1,4 --out FILE
 """
 
 from __future__ import annotations
@@ -52,17 +55,22 @@ def facts(n: int, seed: int, kind: str = "sentence") -> list[str]:
     return out
 
 
-def run(server: Server, texts: list[str], clients: int) -> dict[str, Any]:
+def run(server: Server, texts: list[str], clients: int, batch: int = 1) -> dict[str, Any]:
     latencies: list[float] = []
 
     def post_all(share: list[str]) -> None:
         with httpx.Client(base_url=server.url, timeout=120) as http:
-            for text in share:
+            for i in range(0, len(share), batch):
+                chunk = share[i : i + batch]
+                body: dict[str, Any] = {"user_id": "u", "infer": False}
+                body.update({"text": chunk[0]} if batch == 1 else {"texts": chunk})
                 t0 = time.perf_counter()
-                r = http.post("/memory/add", json={"text": text, "user_id": "u", "infer": False})
+                r = http.post("/memory/add", json=body)
                 latencies.append(time.perf_counter() - t0)
                 if r.status_code != 200:
                     raise SystemExit(f"/memory/add answered {r.status_code}: {r.text[:300]}")
+                if sum(e["event"] == "ADD" for e in r.json()["results"]) != len(chunk):
+                    raise SystemExit(f"/memory/add did not store all of {chunk}")
 
     shares = [texts[i::clients] for i in range(clients)]
     t0 = time.perf_counter()
@@ -71,6 +79,7 @@ def run(server: Server, texts: list[str], clients: int) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     return {
         "clients": clients,
+        "batch": batch,
         "memories": len(texts),
         "per_s": round(len(texts) / wall, 1),
         "request_p50_ms": percentile_ms(latencies, 50),
@@ -85,6 +94,7 @@ def main() -> None:
     p.add_argument("--clients", default="1,8,32", help="comma list of concurrent clients")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--kind", choices=("sentence", "short"), default="sentence")
+    p.add_argument("--batch", default="1", help="comma list of memories per request")
     p.add_argument("--out", help="write the JSON results here")
     args = p.parse_args()
     info = machine_info()
@@ -93,19 +103,27 @@ def main() -> None:
         server = Server(Path(tmp))
         try:
             server.post("/memory/add", {"text": "warm up the model", "user_id": "u"})
-            for n, clients in enumerate(int(c) for c in args.clients.split(",")):
-                texts = facts(args.memories, args.seed + n, args.kind)
-                results.append(run(server, texts, clients))
+            settings = [
+                (int(b), int(c)) for b in args.batch.split(",") for c in args.clients.split(",")
+            ]
+            # distinct across settings too: the cache would skip the model for a repeat
+            every = facts(args.memories * len(settings), args.seed, args.kind)
+            for n, (batch, clients) in enumerate(settings):
+                texts = every[n * args.memories : (n + 1) * args.memories]
+                results.append(run(server, texts, clients, batch))
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
         finally:
             server.close()
     out = {"meta": {**info, "kind": args.kind, "loadavg_end": loadavg()}, "runs": results}
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print("| clients | memories/s | request p50 / p95 ms |")
-    print("|---|---|---|")
+    print("| memories per request | clients | memories/s | request p50 / p95 ms |")
+    print("|---|---|---|---|")
     for r in results:
-        print(f"| {r['clients']} | {r['per_s']} | {r['request_p50_ms']} / {r['request_p95_ms']} |")
+        print(
+            f"| {r['batch']} | {r['clients']} | {r['per_s']} | "
+            f"{r['request_p50_ms']} / {r['request_p95_ms']} |"
+        )
 
 
 if __name__ == "__main__":

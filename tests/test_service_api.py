@@ -92,6 +92,51 @@ def test_add_with_and_without_inference(api: httpx.Client) -> None:
     assert record["origin"] == "fact" and record["memory_type"] == "long_term"
 
 
+def test_texts_are_stored_together_each_as_its_own_memory(api: httpx.Client) -> None:
+    facts = ["Ana likes sushi.", "Ana's dog is called Pixel.", "Ana likes sushi.", "Ana runs."]
+    events = api.post(
+        "/memory/add",
+        json={"texts": facts, "user_id": "boss", "agent_id": "dev", "infer": False,
+              "metadata": {"category": "preference"}, "timestamp": "2026-05-01T09:30:00Z"},
+    ).json()["results"]  # fmt: skip
+    assert [(e["event"], e["memory"]) for e in events] == [
+        ("ADD", "Ana likes sushi."),
+        ("ADD", "Ana's dog is called Pixel."),
+        ("NONE", "Ana likes sushi."),  # the same text twice in one batch is stored once
+        ("ADD", "Ana runs."),
+    ]
+    stored = api.get(f"/memory/{events[1]['id']}").json()["result"]
+    assert stored["agent_id"] == "dev" and stored["metadata"]["category"] == "preference"
+    hits = api.post(
+        "/memory/search", json={"query": "what is the dog's name", "user_id": "boss", "top_k": 1}
+    ).json()["results"]
+    assert hits[0]["id"] == events[1]["id"]
+    # one bad text refuses the whole batch, naming it, and nothing of it is written
+    before = api.get("/memory/list", params={"user_id": "boss"}).json()["total"]
+    bad = api.post(
+        "/memory/add",
+        json={"texts": ["Ben likes tea.", "   ", "Ben runs."], "user_id": "boss", "infer": False},
+    )
+    assert bad.status_code == 422 and "texts[1]" in bad.json()["detail"], bad.text
+    for body in (
+        {"texts": [], "user_id": "boss", "infer": False},
+        {"texts": ["a"], "text": "b", "user_id": "boss", "infer": False},
+    ):
+        refused = api.post("/memory/add", json=body)
+        assert refused.status_code == 422 and refused.json()["hint"], refused.text
+    assert api.get("/memory/list", params={"user_id": "boss"}).json()["total"] == before
+    # with infer, each text is a source of facts like a message is
+    inferred = api.post(
+        "/memory/add",
+        json={"texts": ["Hi! The staging DB listens on port 5433.", "Deploys run at 6pm."],
+              "user_id": "boss"},
+    ).json()["results"]  # fmt: skip
+    assert {e["memory"] for e in inferred if e["event"] == "ADD"} == {
+        "The staging DB listens on port 5433.",
+        "Deploys run at 6pm.",
+    }
+
+
 def test_search_results_carry_the_seed_fields_and_score_parts(api: httpx.Client) -> None:
     add(
         api,

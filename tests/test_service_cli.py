@@ -113,6 +113,43 @@ def test_the_seed_commands_work_against_a_running_server(
     assert memory.count() == 4  # the two seed adds, and the conversation: its fact and turn
 
 
+def add_lines(run: Run, tmp_path: Path, *url: str) -> list[str]:
+    """``memoryd add --lines FILE``: each non-empty line one memory, in one batch."""
+    facts = tmp_path / "facts.txt"
+    facts.write_text("Ana likes sushi.\n\n  Ana's dog is called Pixel.  \nAna likes sushi.\n")
+    code, out = run(
+        "add", "--user", "boss", "--agent", "dev", "--lines", str(facts), "--no-infer",
+        "--category", "preference", *url, "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    events = json.loads(out)["results"]
+    assert [(e["event"], e["memory"]) for e in events] == [
+        ("ADD", "Ana likes sushi."),
+        ("ADD", "Ana's dog is called Pixel."),
+        ("NONE", "Ana likes sushi."),
+    ]
+    (tmp_path / "blank.txt").write_text("\n  \n")
+    code, out = run("add", "--user", "boss", "--lines", str(tmp_path / "blank.txt"), *url)
+    assert code == 2 and "no non-empty line" in out
+    code, out = run("add", "--user", "boss", "--lines", str(facts), "--text", "x", *url)
+    assert code == 2 and "one of them" in out
+    return [e["id"] for e in events[:2]]
+
+
+def test_add_lines_stores_each_line_locally_and_on_a_server(
+    run: Run, tmp_path: Path, memory: Memory, live_server
+) -> None:  # type: ignore[no-untyped-def]
+    local = add_lines(run, tmp_path)
+    code, out = run("get", "--id", local[1], "--json")
+    assert code == 0 and json.loads(out)["metadata"] == {"category": "preference"}
+    with live_server(create_app(memory=memory)) as server:
+        remote = add_lines(run, tmp_path, "--url", server.url)
+    assert [memory.get(i).text for i in remote] == [
+        "Ana likes sushi.",
+        "Ana's dog is called Pixel.",
+    ]
+
+
 def test_url_and_key_from_the_environment_and_clear_failures(
     run: Run, settings: Settings, embedder: Embedder, live_server, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]

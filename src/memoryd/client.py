@@ -123,6 +123,7 @@ class MemoryClient:
             metadata = {**(metadata or {}), "category": category}
         payload = self._scoped(
             text=args["text"],
+            texts=args["texts"],
             messages=args["messages"],
             run_id=args["run_id"],
             metadata=metadata,

@@ -190,6 +190,7 @@ class Memory:
         text: str | None = None,
         *,
         messages: Sequence[dict[str, Any]] | None = None,
+        texts: Sequence[str] | None = None,
         user_id: str,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -206,10 +207,13 @@ class Memory:
         idempotency_key: str | None = None,
         dry_run: bool = False,
     ) -> builtins.list[MemoryEvent]:
-        """Remember ``text`` (or each message's content).
+        """Remember ``text``, each of ``texts``, or each message's content.
 
         ``infer=False`` stores the text as given; identical text already active in
         the same scope is not stored twice (the event is NONE and names it).
+        ``texts`` are independent memories written together: one model run, one
+        transaction, every text checked before any is written (the bulk path of
+        an agent or an import that has many facts at once).
 
         ``infer=True`` extracts facts (by the LLM with ``prompt`` or the default
         extraction prompt; offline without an LLM) and reconciles each with the
@@ -242,19 +246,20 @@ class Memory:
             if infer
             else limits
         )
-        if messages is not None and text is not None:
+        if sum(x is not None for x in (text, texts, messages)) > 1:
             raise InvalidInputError(
-                "pass either text or messages", "add(text=...) or add(messages=[...])"
+                "pass one of text, texts or messages",
+                "add(text=...), add(texts=[...]) or add(messages=[...])",
             )
         if infer and memory_id is not None:
             raise InvalidInputError(
                 "memory_id cannot be chosen when infer=True",
                 "leave memory_id out; extraction decides how many memories to write",
             )
-        texts: builtins.list[str] = []
+        bodies: builtins.list[str] = []
         roles: builtins.list[str | None] = []
         if messages is None or infer:  # checked before anything is written
-            texts, roles = _input_texts(text, messages, input_limits)
+            bodies, roles = _input_texts(text, texts, messages, input_limits)
         turns: builtins.list[MemoryEvent] = []
         if messages is not None and not (infer and dry_run):
             # a conversation is stored turn by turn; with infer, beside the facts as their
@@ -281,7 +286,7 @@ class Memory:
                 return replayed
         if infer:
             return self._add_inferred(
-                texts,
+                bodies,
                 roles,
                 evidence=[e.id for e in turns if e.id is not None],
                 user_id=user_id,
@@ -300,13 +305,13 @@ class Memory:
         scope = Filters(user_id=user_id, agent_id=agent_id, run_id=run_id)
         events: builtins.list[MemoryEvent] = []
         records: builtins.list[MemoryRecord] = []
-        for n, (body, role) in enumerate(zip(texts, roles, strict=True)):
+        for n, (body, role) in enumerate(zip(bodies, roles, strict=True)):
             meta = dict(metadata)
             if role is not None:
                 meta["role"] = role
             record = MemoryRecord(
                 id=memory_id
-                if (memory_id and len(texts) == 1)
+                if (memory_id and len(bodies) == 1)
                 else (f"{memory_id}-{n}" if memory_id else self.new_id()),
                 text=body,
                 user_id=user_id,
@@ -1101,21 +1106,34 @@ class Memory:
 
 
 def _input_texts(
-    text: str | None, messages: Sequence[dict[str, Any]] | None, limits: Any
+    text: str | None,
+    texts: Sequence[str] | None,
+    messages: Sequence[dict[str, Any]] | None,
+    limits: Any,
 ) -> tuple[builtins.list[str], builtins.list[str | None]]:
-    """The texts of an add (one, or one per non-empty message) and their roles."""
-    if (text is None) == (messages is None):
-        raise InvalidInputError(
-            "pass either text or messages", "add(text=...) or add(messages=[...])"
-        )
+    """The texts of an add (one, each of ``texts``, or one per non-empty message) and
+    their roles."""
     if text is not None:
         return [check_text(text, limits)], [None]
-    assert messages is not None
+    if texts is not None:
+        if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
+            raise InvalidInputError(
+                "texts must be a list of strings", 'pass ["first fact", "second fact"]'
+            )
+        if not texts:
+            raise InvalidInputError("texts is empty", "send at least one text")
+        checked = [check_text(t, limits, f"texts[{i}]") for i, t in enumerate(texts)]
+        return checked, [None] * len(checked)
+    if messages is None:
+        raise InvalidInputError(
+            "pass one of text, texts or messages",
+            "add(text=...), add(texts=[...]) or add(messages=[...])",
+        )
     if not isinstance(messages, (list, tuple)):
         raise InvalidInputError(
             "messages must be a list", 'pass [{"role": "user", "content": "..."}]'
         )
-    texts: builtins.list[str] = []
+    said: builtins.list[str] = []
     roles: builtins.list[str | None] = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or "content" not in message:
@@ -1125,11 +1143,11 @@ def _input_texts(
             )
         content = message.get("content")
         if isinstance(content, str) and content.strip():
-            texts.append(check_text(content, limits, f"messages[{i}].content"))
+            said.append(check_text(content, limits, f"messages[{i}].content"))
             roles.append(str(message.get("role", "user")))
-    if not texts:
+    if not said:
         raise InvalidInputError("every message is empty", "send at least one message with content")
-    return texts, roles
+    return said, roles
 
 
 def _editable(record: MemoryRecord) -> MemoryRecord:

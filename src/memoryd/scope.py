@@ -213,6 +213,7 @@ class Scope:
         text: str | None = None,
         *,
         messages: builtins.list[dict[str, Any]] | None = None,
+        texts: builtins.list[str] | None = None,
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         category: str | None = None,
@@ -221,7 +222,7 @@ class Scope:
         event_at: datetime | None = None,
     ) -> builtins.list[EventOut]:
         events = self.memory.add(
-            text, messages=messages, user_id=self._user(), agent_id=self.agent_id,
+            text, messages=messages, texts=texts, user_id=self._user(), agent_id=self.agent_id,
             run_id=run_id, metadata=metadata, category=category, infer=infer, prompt=prompt,
             event_at=event_at, actor=self.actor,
         )  # fmt: skip

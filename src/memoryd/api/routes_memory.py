@@ -55,7 +55,13 @@ _TIMESTAMP_DOC = "when the text or conversation happened (ISO 8601 or Unix secon
 class AddRequest(BaseModel):
     messages: list[dict[str, Any]] | None = Field(None, description=_MESSAGES_DOC)
     timestamp: str | float | None = Field(None, description=_TIMESTAMP_DOC)
-    text: str | None = Field(None, description="text to remember (or use messages)")
+    text: str | None = Field(None, description="text to remember (or use texts or messages)")
+    texts: list[str] | None = Field(
+        None,
+        description="several independent texts, each stored as its own memory: one request, "
+        "one model run and one transaction for all (a bulk import, or an agent saving many "
+        "facts at once); each text is checked before any is written",
+    )
     user_id: str
     agent_id: str | None = None
     run_id: str | None = Field(None, description="YYYY-MM-DD for short-term memory")
@@ -244,6 +250,7 @@ async def _add(
     infer: bool,
     prompt: str | None,
     timestamp: str | float | None = None,
+    texts: list[str] | None = None,
 ) -> list[EventOut]:
     audit.note(request, op="add", user_id=user_id, agent_id=agent_id, run_id=run_id)
     scope = _scope(request, p, user_id, agent_id)
@@ -254,6 +261,7 @@ async def _add(
             scope.add,
             text,
             messages=messages,
+            texts=texts,
             run_id=run_id,
             metadata=metadata,
             infer=infer,
@@ -276,8 +284,8 @@ async def _reset(request: Request, p: Principal, scope: ScopeRequest) -> int:
 async def memory_add(
     body: AddRequest, request: Request, p: Principal = Depends(principal)
 ) -> AddAnswer:
-    """Remember text or messages. ``infer`` (default true) extracts facts and
-    reconciles them with what is stored: the events say ADD, UPDATE, DELETE or NONE."""
+    """Remember text, several texts or messages. ``infer`` (default true) extracts facts
+    and reconciles them with what is stored: the events say ADD, UPDATE, DELETE or NONE."""
     results = await _add(
         request,
         p,
@@ -285,6 +293,7 @@ async def memory_add(
         agent_id=body.agent_id,
         run_id=body.run_id,
         text=body.text,
+        texts=body.texts,
         messages=body.messages,
         metadata=body.metadata,
         infer=body.infer,

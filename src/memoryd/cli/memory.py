@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -131,6 +132,14 @@ def add(
     messages: Annotated[
         str | None, typer.Option("--messages", help='JSON list of {"role", "content"}')
     ] = None,
+    lines: Annotated[
+        Path | None,
+        typer.Option(
+            "--lines",
+            help="a file (- for stdin) whose every non-empty line is one memory, stored "
+            "in one batch",
+        ),
+    ] = None,
     metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object")] = None,
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
     infer: Annotated[
@@ -151,15 +160,17 @@ def add(
 
         body = sys.stdin.read()
     msgs = _json_arg(messages, "--messages", list, '[{"role": "user", "content": "..."}]')
-    if (body is None) == (msgs is None):
-        usage("pass the text (TEXT or --text) or --messages, one of them")
+    many = _lines(lines) if lines is not None else None
+    if sum(x is not None for x in (body, msgs, many)) != 1:
+        usage("pass the text (TEXT or --text), --messages or --lines, one of them")
     meta = _json_arg(metadata, "--metadata", dict, '{"category": "decision"}') or {}
     if category:
         meta["category"] = category
     with backend(url, key, user, agent) as mem:
         events = mem.add(
-            body, messages=msgs, run_id=run, metadata=meta or None, infer=infer, prompt=prompt
-        )
+            body, messages=msgs, texts=many, run_id=run, metadata=meta or None, infer=infer,
+            prompt=prompt,
+        )  # fmt: skip
     if as_json:
         print_json({"results": [e.model_dump() for e in events]})
         return
@@ -171,6 +182,20 @@ def add(
         raise typer.Exit(code=1)
     for e in events:
         console.print(f"[bold]{e.event}[/bold] {e.id}  {escape(e.memory)}")
+
+
+def _lines(path: Path) -> list[str]:
+    """The non-empty lines of ``path`` (stdin for ``-``), stripped."""
+    import sys
+
+    try:
+        raw = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        usage(f"cannot read --lines {path}: {e}")
+    found = [line.strip() for line in raw.splitlines() if line.strip()]
+    if not found:
+        usage(f"--lines {path} has no non-empty line")
+    return found
 
 
 def search(
