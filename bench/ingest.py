@@ -88,6 +88,26 @@ def run(server: Server, texts: list[str], clients: int, batch: int = 1) -> dict[
     }
 
 
+def measure(
+    settings: list[tuple[int, int]], memories: int, kind: str = "short", seed: int = 7
+) -> list[dict[str, Any]]:
+    """One fresh server; for each (memories per request, clients) ``memories`` distinct
+    facts (distinct across settings too: the cache would skip the model for a repeat)."""
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="memoryd-ingest-") as tmp:
+        server = Server(Path(tmp))
+        try:
+            server.post("/memory/add", {"text": "warm up the model", "user_id": "u"})
+            every = facts(memories * len(settings), seed, kind)
+            for n, (batch, clients) in enumerate(settings):
+                texts = every[n * memories : (n + 1) * memories]
+                results.append(run(server, texts, clients, batch))
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+        finally:
+            server.close()
+    return results
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--memories", type=int, default=2000, help="memories per client setting")
@@ -98,22 +118,8 @@ def main() -> None:
     p.add_argument("--out", help="write the JSON results here")
     args = p.parse_args()
     info = machine_info()
-    results: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="memoryd-ingest-") as tmp:
-        server = Server(Path(tmp))
-        try:
-            server.post("/memory/add", {"text": "warm up the model", "user_id": "u"})
-            settings = [
-                (int(b), int(c)) for b in args.batch.split(",") for c in args.clients.split(",")
-            ]
-            # distinct across settings too: the cache would skip the model for a repeat
-            every = facts(args.memories * len(settings), args.seed, args.kind)
-            for n, (batch, clients) in enumerate(settings):
-                texts = every[n * args.memories : (n + 1) * args.memories]
-                results.append(run(server, texts, clients, batch))
-                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
-        finally:
-            server.close()
+    settings = [(int(b), int(c)) for b in args.batch.split(",") for c in args.clients.split(",")]
+    results = measure(settings, args.memories, args.kind, args.seed)
     out = {"meta": {**info, "kind": args.kind, "loadavg_end": loadavg()}, "runs": results}
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=2) + "\n")

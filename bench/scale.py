@@ -10,6 +10,8 @@ Every timed query includes embedding the query.
 
     python bench/scale.py --sizes 10000,100000 --sqlite-vec --out bench/results/scale.json
     python bench/scale.py --sizes 10000,100000 --store postgres --out bench/results/scale_pg.json
+    python bench/scale.py --sizes 100000,1000000 --synthetic-vectors --sqlite-vec \
+        --store postgres --pg-max-size 100000 --http-ingest 2000 --out FILE   # every target
 
 Each size runs in a fresh child process so resident memory is not polluted by
 the previous size.
@@ -649,6 +651,26 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {r['index_load_seconds']} | {(r.get('restart') or {}).get('process_wall_s', '-')} "
             f"| {r.get('index_bytes_per_memory', '-')} |"
         )
+    for r in results["sizes"]:
+        sv = r.get("sqlite_vec") or {}
+        if sv.get("knn") and sv.get("memoryd_index_knn_same_run"):
+            theirs, ours = sv["knn"], sv["memoryd_index_knn_same_run"]
+            hybrid = r["modes"]["hybrid"]
+            lines.append(
+                f"\n{r['size']:,}: sqlite-vec KNN / memoryd KNN (both embedding the query) "
+                f"p50 {theirs['p50_ms'] / ours['p50_ms']:.1f}x, p95 "
+                f"{theirs['p95_ms'] / ours['p95_ms']:.1f}x; sqlite-vec KNN / memoryd hybrid "
+                f"p50 {theirs['p50_ms'] / hybrid['p50_ms']:.1f}x, "
+                f"p95 {theirs['p95_ms'] / hybrid['p95_ms']:.1f}x"
+            )
+    if results.get("http_ingest"):
+        lines += ["", "| memories per request | clients | memories/s | request p50 / p95 ms |"]
+        lines.append("|---|---|---|---|")
+        for run in results["http_ingest"]["runs"]:
+            lines.append(
+                f"| {run['batch']} | {run['clients']} | {run['per_s']} "
+                f"| {run['request_p50_ms']} / {run['request_p95_ms']} |"
+            )
     return "\n".join(lines)
 
 
@@ -668,6 +690,18 @@ def main(argv: list[str] | None = None) -> None:
         help="postgres: also copy each corpus to PostgreSQL + pgvector and time it side by side",
     )
     p.add_argument("--pg-url", help="PostgreSQL to use (default: a throwaway server)")
+    p.add_argument(
+        "--pg-max-size",
+        type=int,
+        help="with --store postgres: copy only corpora of at most this size (1M rows take hours)",
+    )
+    p.add_argument(
+        "--http-ingest",
+        type=int,
+        metavar="N",
+        help="first, N short facts through a real `memoryd serve` (ingest.py): one per "
+        "request, and 64 per request from 1 and 4 clients, so the run has its ingest rate",
+    )
     p.add_argument(
         "--synthetic-vectors",
         action="store_true",
@@ -690,6 +724,15 @@ def main(argv: list[str] | None = None) -> None:
     info = machine_info()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     results: dict[str, Any] = {"sizes": []}
+    if args.http_ingest:
+        from ingest import measure  # ingest.py imports this module: imported when needed
+
+        print("http ingest", file=sys.stderr, flush=True)
+        settings = [(1, 1), (64, 1), (64, 4)]
+        results["http_ingest"] = {
+            "kind": "short",
+            "runs": measure(settings, args.http_ingest, "short", args.seed),
+        }
     with ExitStack() as stack:
         pg_url = None
         if args.store == "postgres":
@@ -720,7 +763,7 @@ def _run_sizes(
                 cmd.append("--sqlite-vec")
             if args.synthetic_vectors:
                 cmd.append("--synthetic-vectors")
-            if pg_url:
+            if pg_url and (args.pg_max_size is None or size <= args.pg_max_size):
                 cmd += ["--pg-url", pg_url]
             run_child(cmd)
             results["sizes"].append(json.loads(Path(f.name).read_text()))
