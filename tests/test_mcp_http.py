@@ -96,6 +96,14 @@ def test_every_write_and_read_tool_round_trips(server, memory: Memory, clock) ->
             "memory_add", text="Today we paired on the flaky login test", category="short_term"
         )
         assert short["tier"] == "short_term"
+        several = s.call(
+            "memory_add",
+            texts=["Deploys go through ArgoCD", "Deploys go through ArgoCD", "CI runs on R7"],
+            category="environment",
+        )["results"]
+        assert [e["event"] for e in several] == ["ADD", "NONE", "ADD"]
+        assert {memory.store.get(e["id"]).category for e in several} == {"environment"}  # type: ignore[union-attr]
+        assert "text, texts or messages" in s.error("memory_add", text="x", texts=["y"])
 
         found = s.call("memory_search", query="which port does staging postgres use?")
         top = found["results"][0]
@@ -108,7 +116,7 @@ def test_every_write_and_read_tool_round_trips(server, memory: Memory, clock) ->
         assert [h["memory_type"] for h in shorts["results"]] == ["short_term"]
 
         listed = s.call("memory_list", category="environment")
-        assert [r["id"] for r in listed["results"]] == [mid]
+        assert mid in [r["id"] for r in listed["results"]] and len(listed["results"]) == 3
 
         clock.advance(hours=2)
         updated = s.call(

@@ -222,6 +222,13 @@ class MemoryTools:
                 "through ArgoCD on cluster prod-eu-1' (or send messages)"
             ),
         ] = None,
+        texts: Annotated[
+            list[str] | None,
+            Field(
+                description="several self-contained facts of one category at once, each "
+                "stored as its own memory (instead of text)"
+            ),
+        ] = None,
         category: Annotated[
             Category | None,
             Field(
@@ -256,7 +263,8 @@ class MemoryTools:
         """Remember something for later sessions. Write when a decision is made, a
         preference is stated, an environment detail is learned (host, port, path), a
         task is finished, or a mistake teaches a lesson. One self-contained fact per
-        call, with names and identifiers, readable without this conversation.
+        text, with names and identifiers, readable without this conversation (several
+        facts of one category: texts).
 
         Categories: decision (a choice and why), preference (how the user likes
         things), environment (hosts, ports, paths, configs), project (status,
@@ -268,19 +276,22 @@ class MemoryTools:
         exchange worth finding later, word for word), send messages instead of text.
         """
         scope = self._begin(ctx, "memory_add")
-        if (text is None) == (messages is None):
+        if sum(x is not None for x in (text, texts, messages)) != 1:
             raise InvalidInputError(
-                "memory_add needs text or messages, one of them",
-                "text for one fact (with a category), messages for a conversation",
+                "memory_add needs text, texts or messages, one of them",
+                "text for one fact (with a category), texts for several of one category, "
+                "messages for a conversation",
             )
-        if text is not None and category is None:
+        if messages is None and category is None:
             raise InvalidInputError(
                 "memory_add with text needs a category",
                 "pick one: decision, preference, environment, project, experience, "
                 "procedural, task, short_term",
             )
         run_id = scope.today() if tier == "short_term" or category == "short_term" else None
-        events = scope.add(text, messages=messages, run_id=run_id, category=category, infer=infer)
+        events = scope.add(
+            text, texts=texts, messages=messages, run_id=run_id, category=category, infer=infer
+        )
         _note(ctx, count=len(events), run_id=run_id)
         return {
             "results": [e.model_dump() for e in events],
