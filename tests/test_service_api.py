@@ -105,6 +105,7 @@ def test_texts_are_stored_together_each_as_its_own_memory(api: httpx.Client) -> 
         ("NONE", "Ana likes sushi."),  # the same text twice in one batch is stored once
         ("ADD", "Ana runs."),
     ]
+    assert events[2]["id"] == events[0]["id"]  # the repeat names the memory holding it
     stored = api.get(f"/memory/{events[1]['id']}").json()["result"]
     assert stored["agent_id"] == "dev" and stored["metadata"]["category"] == "preference"
     hits = api.post(

@@ -327,8 +327,9 @@ class Memory:
                 event_at=event_at,
             )
             same = self.store.find_by_hash(record.hash, scope)
-            if same or any(r.hash == record.hash for r in records):
-                existing = same[0].id if same else None
+            earlier = next((r.id for r in records if r.hash == record.hash), None)
+            if same or earlier:  # the NONE names the memory that holds the text
+                existing = same[0].id if same else earlier
                 events.append(MemoryEvent(id=existing, memory=body, event=Event.NONE))
                 continue
             records.append(record)
