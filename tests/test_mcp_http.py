@@ -351,4 +351,4 @@ def test_memory_add_keeps_a_conversation_turn_by_turn(server, memory: Memory) ->
     assert answer.origin == "turn" and "Boss: Which region hosts the API?" in (answer.context or "")
     # a clear error, not a raw pydantic dump
     assert "needs a category" in no_category and "decision" in no_category
-    assert "text or messages" in neither
+    assert "text, texts or messages" in neither
