@@ -125,6 +125,10 @@ def test_texts_are_stored_together_each_as_its_own_memory(api: httpx.Client) -> 
     ):
         refused = api.post("/memory/add", json=body)
         assert refused.status_code == 422 and refused.json()["hint"], refused.text
+    many = api.post(
+        "/memory/add", json={"texts": [f"fact {n}" for n in range(1001)], "user_id": "boss"}
+    )
+    assert many.status_code == 413 and "limits.max_texts" in many.json()["detail"], many.text
     assert api.get("/memory/list", params={"user_id": "boss"}).json()["total"] == before
     # with infer, each text is a source of facts like a message is
     inferred = api.post(

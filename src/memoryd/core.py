@@ -22,7 +22,13 @@ import numpy as np
 from memoryd import conversation
 from memoryd.conversation import split_to_window
 from memoryd.embed import Embedder, create_embedder, normalize
-from memoryd.errors import InvalidInputError, ModelMismatchError, NotFoundError, ReadOnlyError
+from memoryd.errors import (
+    InvalidInputError,
+    LimitExceededError,
+    ModelMismatchError,
+    NotFoundError,
+    ReadOnlyError,
+)
 from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
 from memoryd.extract.classify import classify_fact
 from memoryd.llm import LLM, create_llm
@@ -1123,6 +1129,11 @@ def _input_texts(
             )
         if not texts:
             raise InvalidInputError("texts is empty", "send at least one text")
+        if len(texts) > limits.max_texts:
+            raise LimitExceededError(
+                f"texts has {len(texts)} items; the limit is {limits.max_texts} (limits.max_texts)",
+                f"send them in batches of at most {limits.max_texts}",
+            )
         checked = [check_text(t, limits, f"texts[{i}]") for i, t in enumerate(texts)]
         return checked, [None] * len(checked)
     if messages is None:

@@ -143,6 +143,7 @@ class LimitSettings(BaseModel):
     max_metadata_bytes: int = 16_384
     max_metadata_depth: int = 8
     max_id_chars: int = 128
+    max_texts: int = Field(default=1_000, ge=1)  # per add with texts: one model run, one write
     # HTTP edge (memoryd.api.limits): bigger bodies get 413 before they are parsed
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     rate_limit_per_minute: int = Field(default=0, ge=0)  # per API key; 0: no rate limit
