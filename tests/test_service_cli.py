@@ -150,6 +150,20 @@ def test_add_lines_stores_each_line_locally_and_on_a_server(
     ]
 
 
+def test_add_lines_sends_a_long_file_in_batches_within_the_limit(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORYD_LIMITS__MAX_TEXTS", "2")
+    assert Settings().limits.max_texts == 2  # so 5 lines in one add would be refused
+    facts = tmp_path / "many.txt"
+    facts.write_text("".join(f"Fact number {n} is kept.\n" for n in range(5)))
+    code, out = run("add", "--user", "boss", "--lines", str(facts), "--no-infer", "--json")
+    assert code == 0, out
+    assert [e["event"] for e in json.loads(out)["results"]] == ["ADD"] * 5
+    code, out = run("list", "--user", "boss", "--json")
+    assert json.loads(out)["total"] == 5
+
+
 def test_url_and_key_from_the_environment_and_clear_failures(
     run: Run, settings: Settings, embedder: Embedder, live_server, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]

@@ -137,7 +137,7 @@ def add(
         typer.Option(
             "--lines",
             help="a file (- for stdin) whose every non-empty line is one memory, stored "
-            "in one batch",
+            "in batches of limits.max_texts (1,000)",
         ),
     ] = None,
     metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object")] = None,
@@ -167,10 +167,20 @@ def add(
     if category:
         meta["category"] = category
     with backend(url, key, user, agent) as mem:
-        events = mem.add(
-            body, messages=msgs, texts=many, run_id=run, metadata=meta or None, infer=infer,
-            prompt=prompt,
-        )  # fmt: skip
+        if many is None:
+            events = mem.add(
+                body, messages=msgs, run_id=run, metadata=meta or None, infer=infer,
+                prompt=prompt,
+            )  # fmt: skip
+        else:  # in adds of at most limits.max_texts lines, each one transaction
+            from memoryd.settings import Settings
+
+            step, events = Settings().limits.max_texts, []
+            for start in range(0, len(many), step):
+                chunk = many[start : start + step]
+                events += mem.add(
+                    texts=chunk, run_id=run, metadata=meta or None, infer=infer, prompt=prompt
+                )
     if as_json:
         print_json({"results": [e.model_dump() for e in events]})
         return
