@@ -501,10 +501,11 @@ t2 = time.perf_counter()
 mem.search(sys.argv[2], user_id=sys.argv[3], top_k=10)
 t3 = time.perf_counter()
 index = mem.store._index
-rss = [l for l in open("/proc/self/status") if l.startswith("VmRSS")][0].split()[1]
+sys.path.insert(0, sys.argv[4])  # after the timings: bench/_common is not start-up
+from _common import rss_mb
 print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_search_s": t3 - t2,
                   "index_bytes": index.memory_bytes(), "rows": len(index.ids),
-                  "rss_mb": int(rss) / 1024}))
+                  "rss_mb": rss_mb()}))
 """
 
 
@@ -517,7 +518,7 @@ def first_search_in_new_process(home: Path, query: str) -> dict[str, Any]:
     carries the arrays' growth headroom, up to 1/8 of the rows)."""
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", _RESTART, str(home), query, USER],
+        [sys.executable, "-c", _RESTART, str(home), query, USER, str(Path(__file__).parent)],
         capture_output=True,
         text=True,
         check=True,

@@ -284,7 +284,7 @@ class MemoryTools:
             )
         if messages is None and category is None:
             raise InvalidInputError(
-                "memory_add with text needs a category",
+                "memory_add with text or texts needs a category",
                 "pick one: decision, preference, environment, project, experience, "
                 "procedural, task, short_term",
             )
