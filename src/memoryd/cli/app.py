@@ -14,8 +14,8 @@ from rich.progress import Progress
 from memoryd.cli import backup, mcp, memory, pipelines, setup, store, wiki, workspace
 from memoryd.cli.common import JsonOpt, console, err, fail, open_memory, print_json
 from memoryd.errors import MemorydError
+from memoryd.operator import Operator
 from memoryd.settings import Settings
-from memoryd.workspace.status import all_workspace_status
 
 app = typer.Typer(
     help="memoryd: long-term memory for AI agents.",
@@ -29,7 +29,7 @@ def status(as_json: JsonOpt = False) -> None:
     """Store, model and counts; per agent: files, chunks, last index, files waiting."""
     with open_memory() as mem:
         info = mem.status()
-        info["workspaces"] = all_workspace_status(mem)
+        info["workspaces"] = Operator(mem).workspace_status()
     if as_json:
         print_json(info)
         return

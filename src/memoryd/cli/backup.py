@@ -1,6 +1,7 @@
 """``memoryd backup|restore-backup|export|import``: copies of the configured store.
 
-Registered on the main CLI by :func:`register`; the work is in :mod:`memoryd.backup`.
+Registered on the main CLI by :func:`register`; the work is in :mod:`memoryd.backup`,
+reached through :class:`~memoryd.operator.Operator` (no ``Memory`` needed).
 ``restore-backup`` is not called ``restore`` because ``memoryd restore ID`` already
 brings back one deleted memory (mem0's verb).
 """
@@ -10,17 +11,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from memoryd import backup as bk
-from memoryd.cli.common import JsonOpt, console, err, fail
-from memoryd.errors import InvalidInputError, MemorydError
-from memoryd.settings import Settings
-from memoryd.store import open_store
+from memoryd.backup import BackupReport, ImportReport
+from memoryd.cli.common import JsonOpt, console, err, store_operator
 
 PathArg = Annotated[Path, typer.Argument(help="file path")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="replace a store that holds memories")]
 
 
 def register(app: typer.Typer) -> None:
@@ -31,64 +30,35 @@ def register(app: typer.Typer) -> None:
     app.command("import")(import_command)
 
 
-def _done(data: dict[str, Any], text: str, as_json: bool) -> None:
+def _done(report: BackupReport | ImportReport, text: str, as_json: bool) -> None:
+    """The report as one JSON line, or ``text`` with its fields filled in."""
+    data = report.as_dict()
     if as_json:
         sys.stdout.write(json.dumps(data) + "\n")
     else:
-        console.print(text, highlight=False)
+        console.print(text.format(**data), highlight=False)
 
 
 def backup_command(path: PathArg, as_json: JsonOpt = False) -> None:
     """Write a consistent copy of the store to PATH (a new file), safe while serving."""
-    settings = Settings()
-    try:
-        report = bk.backup(settings.store_url, path, settings.store)
-    except MemorydError as exc:
-        fail(exc)
-    _done(
-        report.as_dict(),
-        f"backed up {report.memories} memories to {report.path} ({report.bytes} bytes)",
-        as_json,
-    )
+    with store_operator() as op:
+        report = op.backup(path)
+    _done(report, "backed up {memories} memories to {path} ({bytes} bytes)", as_json)
 
 
-def restore_command(
-    path: PathArg,
-    force: Annotated[
-        bool, typer.Option("--force", help="replace a store that holds memories")
-    ] = False,
-    as_json: JsonOpt = False,
-) -> None:
+def restore_command(path: PathArg, force: ForceOpt = False, as_json: JsonOpt = False) -> None:
     """Replace the store with a backup written by `memoryd backup`. Stop the server first."""
-    settings = Settings()
-    try:
-        report = bk.restore(settings.store_url, path, force=force, settings=settings.store)
-    except MemorydError as exc:
-        fail(exc)
-    _done(report.as_dict(), f"restored {report.memories} memories into {report.path}", as_json)
+    with store_operator() as op:
+        report = op.restore(path, force=force)
+    _done(report, "restored {memories} memories into {path}", as_json)
 
 
 def export_command(
     file: Annotated[Path, typer.Argument(help="JSON lines file to write ('-': stdout)")],
 ) -> None:
     """Every memory (any state) with its embedding and history, one JSON object a line."""
-    settings = Settings()
-    try:
-        if str(file) != "-" and file.exists():
-            raise InvalidInputError(f"{file} already exists", "export into a new file")
-        store = open_store(settings.store_url, settings.store)
-        try:
-            if str(file) == "-":
-                count = bk.export_jsonl(store, sys.stdout)
-            else:
-                partial = file.with_name(file.name + ".partial")
-                with partial.open("w", encoding="utf-8") as fh:
-                    count = bk.export_jsonl(store, fh)
-                partial.rename(file)
-        finally:
-            store.close()
-    except MemorydError as exc:
-        fail(exc)
+    with store_operator() as op:
+        count = op.export_jsonl(sys.stdout if str(file) == "-" else file)
     if str(file) != "-":
         err.print(f"exported {count} memories to {file}", highlight=False)
 
@@ -98,20 +68,6 @@ def import_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Add the memories in FILE exactly as exported; ids the store has are skipped."""
-    settings = Settings()
-    try:
-        if not file.is_file():
-            raise InvalidInputError(f"there is no file at {file}", "check the path")
-        store = open_store(settings.store_url, settings.store)
-        try:
-            with file.open(encoding="utf-8") as fh:
-                report = bk.import_jsonl(store, fh)
-        finally:
-            store.close()
-    except MemorydError as exc:
-        fail(exc)
-    _done(
-        report.as_dict(),
-        f"imported {report.imported} memories ({report.skipped} already there, {report.read} read)",
-        as_json,
-    )
+    with store_operator() as op:
+        report = op.import_jsonl(file)
+    _done(report, "imported {imported} memories ({skipped} already there, {read} read)", as_json)

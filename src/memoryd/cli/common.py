@@ -1,5 +1,6 @@
-"""What every ``memoryd`` command shares: the consoles, the scope options, opening the
-configured :class:`~memoryd.core.Memory`, and how a memoryd error is printed.
+"""What every ``memoryd`` command shares: the consoles, the scope options, command
+groups, opening the configured :class:`~memoryd.core.Memory` (or, for the store-level
+commands, its :class:`~memoryd.operator.Operator`), and how a memoryd error is printed.
 
 Defined once here; the command modules (``memory``, ``workspace``, ``pipelines``,
 ``store``, ``backup``, ``setup``, ``mcp``) import from this module and never from
@@ -21,6 +22,7 @@ from rich.markup import escape
 from memoryd.access import LOCAL
 from memoryd.core import Memory
 from memoryd.errors import MemorydError
+from memoryd.operator import Operator
 from memoryd.scope import AgentFiles
 from memoryd.settings import Settings
 
@@ -36,6 +38,11 @@ RunOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
 
 
+def command_group(help: str) -> typer.Typer:
+    """A group of subcommands (``memoryd store ...``); called bare, it prints its help."""
+    return typer.Typer(help=help, no_args_is_help=True)
+
+
 @contextmanager
 def open_memory(**kwargs: Any) -> Iterator[Memory]:
     """The configured ``Memory`` for one command; a memoryd error prints and exits 2."""
@@ -49,6 +56,17 @@ def open_memory(**kwargs: Any) -> Iterator[Memory]:
         fail(exc)
     finally:
         mem.close()
+
+
+@contextmanager
+def store_operator() -> Iterator[Operator]:
+    """The configured store's operator, without a ``Memory`` (backup, restore, export,
+    import, migrate work on a store a ``Memory`` would refuse); an error prints, exits 2."""
+    op = Operator(Settings())
+    try:
+        yield op
+    except MemorydError as exc:
+        fail(exc)
 
 
 def agent_files(mem: Memory, agent: str) -> AgentFiles:

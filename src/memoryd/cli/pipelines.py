@@ -1,8 +1,10 @@
-"""``memoryd run``, ``memoryd pipelines`` and ``memoryd dream rollback``.
+"""``memoryd run``, ``memoryd pipelines``, ``memoryd rem-backfill``, ``memoryd dream
+rollback`` and ``memoryd commitments``.
 
-Thin: each command opens the configured ``Memory`` and calls
-:mod:`memoryd.pipelines` (the same functions ``serve``'s scheduler and
-``GET /v1/pipelines`` call), then prints a table, or JSON with ``--json``.
+Thin: each command opens the configured ``Memory`` and calls the
+:class:`~memoryd.operator.Operator` (runs and rollbacks: the same functions ``serve``'s
+scheduler calls), the scope's pipelines view (as ``GET /v1/pipelines``) or the agent's
+files (``scope.files()``, as every face), then prints a table, or JSON with ``--json``.
 """
 
 from __future__ import annotations
@@ -18,17 +20,17 @@ from memoryd.cli.common import (
     AgentReq,
     JsonOpt,
     agent_files,
+    command_group,
     console,
     err,
     open_memory,
     print_json,
 )
+from memoryd.operator import Operator, RollbackReport
 from memoryd.scope import AgentFiles
 
-dream_app = typer.Typer(help="The nightly dream: undo a run.", no_args_is_help=True)
-commitments_app = typer.Typer(
-    help="Inferred follow-ups (opt-in: commitments.enabled).", no_args_is_help=True
-)
+dream_app = command_group("The nightly dream: undo a run.")
+commitments_app = command_group("Inferred follow-ups (opt-in: commitments.enabled).")
 
 
 def register(app: typer.Typer) -> None:
@@ -51,10 +53,8 @@ def run_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Run one pipeline now (it takes the same lock as the scheduler and is recorded)."""
-    from memoryd.pipelines.runs import run_pipeline
-
     with open_memory() as mem:
-        record = run_pipeline(mem, name, agent=agent, dry_run=dry_run)
+        record = Operator(mem).run_pipeline(name, agent=agent, dry_run=dry_run)
     if as_json:
         print_json(record.to_dict())
     else:
@@ -97,14 +97,9 @@ def rem_backfill_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Replay old daily files as standalone days: grounded review entries in DREAMS.md."""
-    from memoryd.pipelines import backfill as bf
-    from memoryd.workspace import resolve_workspace
-
     with open_memory() as mem:
-        ws = resolve_workspace(mem.settings, agent, mem.store)
-        report = bf.rem_backfill(
-            mem,
-            ws,
+        files = agent_files(mem, agent)
+        report = files.backfill(
             path=path,
             stage_short_term=stage_short_term,
             rollback=rollback,
@@ -115,7 +110,7 @@ def rem_backfill_command(
         print_json(report.to_json())
         return
     label = " (dry run)" if dry_run else ""
-    if isinstance(report, bf.RollbackReport):
+    if isinstance(report, RollbackReport):
         would = "would roll back" if dry_run else "rolled back"
         console.print(
             f"{would} {_count(report.runs, 'backfill run')}: {report.dreams_bytes_removed} bytes"
@@ -137,7 +132,7 @@ def rem_backfill_command(
     if not dry_run and report.days:
         undo = "--rollback --rollback-short-term" if report.staged else "--rollback"
         console.print(
-            f"review: {ws.dreams_file} · undo: memoryd rem-backfill -a {agent} {undo}",
+            f"review: {files.workspace.dreams_file} · undo: memoryd rem-backfill -a {agent} {undo}",
             markup=False,
             highlight=False,
         )
@@ -254,10 +249,8 @@ def rollback_command(
 ) -> None:
     """Undo a dream run: delete what it added, revert what it updated, restore what it
     deleted (short-term memories included)."""
-    from memoryd.pipelines.dream import rollback
-
     with open_memory() as mem:
-        undone = rollback(mem, run_id)
+        undone = Operator(mem).rollback_dream(run_id)
     if as_json:
         print_json({"run_id": run_id, **undone.counts(), "skipped": undone.skipped})
         return

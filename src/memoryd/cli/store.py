@@ -1,7 +1,8 @@
 """``memoryd store ...``: store maintenance. Registered on the main CLI by :func:`register`.
 
 ``memoryd store migrate --to URL [--from URL]`` copies a whole store (SQLite ⇄
-PostgreSQL); the work is :func:`memoryd.store.migrate.migrate`.
+PostgreSQL); the work is :func:`memoryd.store.migrate.migrate`, through
+:class:`~memoryd.operator.Operator`.
 """
 
 from __future__ import annotations
@@ -14,16 +15,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from memoryd.cli.common import JsonOpt, console, err, fail
-from memoryd.errors import MemorydError
-from memoryd.settings import Settings
-from memoryd.store import Store, open_store
-from memoryd.store.migrate import MigrateReport, migrate
+from memoryd.cli.common import JsonOpt, command_group, console, err, store_operator
+from memoryd.operator import MigrateReport
 
-store_app = typer.Typer(
-    help="Store maintenance: copy a store between SQLite and PostgreSQL.",
-    no_args_is_help=True,
-)
+store_app = command_group("Store maintenance: copy a store between SQLite and PostgreSQL.")
 
 
 def register(app: typer.Typer) -> None:
@@ -45,33 +40,24 @@ def migrate_command(
 ) -> None:
     """Copy every memory (with vectors and history), the embedding cache and pipeline
     state into another store. Resumable: run it again after an interruption."""
-    settings = Settings()
-    stores: list[Store] = []
-    try:
-        source = open_store(source_url or settings.store_url, settings.store)
-        stores.append(source)
-        target = open_store(to, settings.store)
-        stores.append(target)
-        with Progress(
+    with (
+        store_operator() as op,
+        Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             console=err,
             disable=as_json or not err.is_terminal,
-        ) as bar:
-            tasks: dict[str, TaskID] = {}
+        ) as bar,
+    ):
+        tasks: dict[str, TaskID] = {}
 
-            def show(phase: str, done: int, total: int) -> None:
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task(phase, total=total)
-                bar.update(tasks[phase], completed=done, total=max(total, done))
+        def show(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=max(total, done))
 
-            report = migrate(source, target, batch=batch, progress=show)
-    except MemorydError as exc:
-        fail(exc)
-    finally:
-        for store in stores:
-            store.close()
+        report = op.migrate(to, source_url=source_url, batch=batch, progress=show)
     if as_json:
         sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
         return

@@ -9,11 +9,18 @@ import typer
 from rich.markup import escape
 
 from memoryd import wiki
-from memoryd.cli.common import AgentReq, JsonOpt, agent_files, console, open_memory, print_json
+from memoryd.cli.common import (
+    AgentReq,
+    JsonOpt,
+    agent_files,
+    command_group,
+    console,
+    open_memory,
+    print_json,
+)
 
-wiki_app = typer.Typer(
-    help="The memory wiki: pages of claims with evidence, compiled from durable memory.",
-    no_args_is_help=True,
+wiki_app = command_group(
+    "The memory wiki: pages of claims with evidence, compiled from durable memory."
 )
 
 

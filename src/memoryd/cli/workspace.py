@@ -1,8 +1,8 @@
 """Workspace commands: ``init``, ``index``, ``context``, ``memory-get``,
 ``memory-search``, ``session-end``, ``flush``. Registered on the main CLI by
 :func:`register`. ``init`` and ``index`` set up and index workspaces (operator
-commands, on :mod:`memoryd.workspace`); the others are one agent's files, through
-``scope.files()`` (:func:`memoryd.cli.common.agent_files`) as every face."""
+commands, through :class:`~memoryd.operator.Operator`); the others are one agent's
+files, through ``scope.files()`` (:func:`memoryd.cli.common.agent_files`) as every face."""
 
 from __future__ import annotations
 
@@ -25,11 +25,8 @@ from memoryd.cli.common import (
     print_json,
 )
 from memoryd.errors import InvalidInputError
+from memoryd.operator import IndexReport, Operator
 from memoryd.scope import AgentFiles
-from memoryd.workspace import register_workspace, resolve_workspace
-from memoryd.workspace.bootstrap import init_workspace
-from memoryd.workspace.indexer import IndexReport, index_workspace
-from memoryd.workspace.layout import known_agents
 
 
 def register(app: typer.Typer) -> None:
@@ -53,11 +50,7 @@ def init(
     """Create an agent workspace: MEMORY.md, memory/, identity templates. Never overwrites."""
 
     with open_memory() as mem:
-        if path is not None:
-            register_workspace(mem.store, _checked_agent(mem, agent), path)
-        ws = resolve_workspace(mem.settings, agent, mem.store)
-        report = init_workspace(ws.root)
-        indexed = index_workspace(mem, ws)
+        report, indexed = Operator(mem).init_workspace(agent, path)
     if as_json:
         print_json(
             {
@@ -76,12 +69,6 @@ def init(
         console.print(f"  [dim]kept[/dim]    {name}")
 
 
-def _checked_agent(mem: Any, agent: str) -> str:
-    from memoryd.validate import check_id
-
-    return check_id(agent, "agent_id", mem.settings.limits, required=True) or agent
-
-
 def index(
     agent: Annotated[
         str | None, typer.Option("--agent", "-a", help="one agent (default: every workspace)")
@@ -93,7 +80,8 @@ def index(
 
     reports: list[IndexReport] = []
     with open_memory() as mem:
-        agents = [agent] if agent else known_agents(mem.settings, mem.store)
+        op = Operator(mem)
+        agents = [agent] if agent else op.agents()
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -104,13 +92,12 @@ def index(
             disable=as_json,
         ) as progress:
             for name in agents:
-                ws = resolve_workspace(mem.settings, name, mem.store)
                 task = progress.add_task(f"indexing {name}", total=None, file="")
 
                 def show(done: int, total: int, rel: str, task: TaskID = task) -> None:
                     progress.update(task, completed=done, total=total, file=rel)
 
-                reports.append(index_workspace(mem, ws, force=force, progress=show))
+                reports.append(op.index(name, force=force, progress=show))
     if as_json:
         print_json({"results": [r.to_json() for r in reports]})
         return
