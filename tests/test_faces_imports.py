@@ -24,18 +24,20 @@ def _is_engine(name: str) -> bool:
     return parts[0] == "memoryd" and len(parts) > 1 and parts[1] in ENGINE
 
 
-def _engine_imports(path: Path) -> list[str]:
-    """Every engine module ``path`` imports, at the top or inside a function."""
+def _imports(path: Path) -> list[str]:
+    """Every module (and imported name) ``path`` imports, at the top or inside a function."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            found += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        found += [n for n in names if _is_engine(n)]
-    return sorted(set(found))
+            found += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return found
+
+
+def _engine_imports(path: Path) -> list[str]:
+    """Every engine module ``path`` imports, at the top or inside a function."""
+    return sorted({n for n in _imports(path) if _is_engine(n)})
 
 
 def test_faces_import_no_store_pipeline_or_workspace_module() -> None:
@@ -71,3 +73,28 @@ def test_the_check_sees_both_import_forms(tmp_path: Path) -> None:
         "memoryd.workspace.layout",
         "memoryd.workspace.layout.DREAMS_FILE",
     ]
+
+
+#: which face may import which: the CLI starts the server and the stdio MCP server,
+#: the server mounts the MCP tools over HTTP; nothing points back
+FACE_EDGES = {("cli", "api"), ("cli", "mcp"), ("api", "mcp")}
+
+
+def test_no_import_loop_between_faces() -> None:
+    edges = set()
+    for face in FACES:
+        for path in (SRC / face).rglob("*.py"):
+            for name in _imports(path):
+                parts = name.split(".")
+                if parts[0] == "memoryd" and len(parts) > 1 and parts[1] in set(FACES) - {face}:
+                    edges.add((face, parts[1]))
+    assert ("api", "mcp") in edges  # the check sees the lazy import of the /mcp mount
+    assert edges <= FACE_EDGES, f"a face imports one it must not: {sorted(edges - FACE_EDGES)}"
+    engine_to_face = {
+        (path.relative_to(SRC).as_posix(), name)
+        for path in SRC.rglob("*.py")
+        if path.relative_to(SRC).parts[0] not in FACES
+        for name in _imports(path)
+        if name.split(".")[:2] in [["memoryd", f] for f in FACES]
+    }
+    assert engine_to_face == set(), "the engine imports no face"

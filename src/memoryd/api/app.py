@@ -107,7 +107,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     app.include_router(pipelines_router)  # GET /v1/pipelines
     app.include_router(workspace_router)
     app.include_router(wiki_router)  # /v1/wiki/*
-    from memoryd.mcp.server import mount as mount_mcp  # lazy: the MCP SDK imports api.auth
+    from memoryd.api.mcp_http import mount as mount_mcp  # lazy: the MCP SDK is slow to import
 
     mount_mcp(app, mem)
     app.include_router(ui_router)  # the dashboard at /ui
