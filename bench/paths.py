@@ -340,10 +340,15 @@ MODES: dict[str, dict[str, str]] = {
 
 
 def run_path(
-    name: str, convs: list[Conversation], count: Callable[[str], int], mode: str = "default"
+    name: str,
+    convs: list[Conversation],
+    count: Callable[[str], int],
+    mode: str = "default",
+    server_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """``server_env``: settings for the server beyond the shipped defaults (``--set``)."""
     with tempfile.TemporaryDirectory(prefix=f"memoryd-bench-{name}-") as tmp:
-        srv = Server(Path(tmp), MODES[mode])
+        srv = Server(Path(tmp), {**(server_env or {}), **MODES[mode]})
         try:
             started = time.perf_counter()
             search = PATHS[name](srv, convs)
@@ -410,8 +415,19 @@ def main(argv: list[str] | None = None) -> None:
         default="default",
         help="search modes, comma-separated: default (shipped fusion), vector, keyword",
     )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MEMORYD_NAME=VALUE",
+        help="a server setting for every path beyond the shipped defaults (another embedding "
+        "model: MEMORYD_EMBED__ONNX__MODEL_DIR=DIR); repeatable, recorded in the results",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    server_env = dict(item.split("=", 1) for item in args.set)
+    if any(not key.startswith("MEMORYD_") for key in server_env):
+        raise SystemExit("--set takes MEMORYD_NAME=VALUE")
     for module in sorted(Path(__file__).parent.glob("dataset_*.py")):
         importlib.import_module(module.stem)
     convs = load(args.dataset, path=args.data, limit=args.limit)
@@ -425,6 +441,7 @@ def main(argv: list[str] | None = None) -> None:
             "machine": machine_info(),
             "loadavg_start": loadavg(),
             "repo": str(REPO_ROOT),
+            "server_settings": server_env,  # beyond the shipped defaults
         },
         "paths": {},
     }
@@ -433,7 +450,7 @@ def main(argv: list[str] | None = None) -> None:
             if mode not in MODES:
                 raise SystemExit(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
             key = name if mode == "default" else f"{name}[{mode}]"
-            results["paths"][key] = run_path(name, convs, count, mode)
+            results["paths"][key] = run_path(name, convs, count, mode, server_env)
     results["meta"]["loadavg_end"] = loadavg()
     table = markdown(results)
     print(table)
