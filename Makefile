@@ -7,8 +7,8 @@ run: setup
 	.venv/bin/memoryd serve
 
 test: setup-dev
-	.venv/bin/ruff check src tests bench
-	.venv/bin/ruff format --check src tests bench
+	.venv/bin/ruff check src tests bench scripts
+	.venv/bin/ruff format --check src tests bench scripts
 	.venv/bin/mypy
 	.venv/bin/python -m pytest -q
 

@@ -62,6 +62,25 @@ Hit = dict[str, Any]
 
 
 # -- the server ---------------------------------------------------------------------------------
+def add_set_option(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MEMORYD_NAME=VALUE",
+        help="a server setting beyond the shipped defaults (another embedding model: "
+        "MEMORYD_EMBED__ONNX__MODEL_DIR=DIR); repeatable, recorded in the results",
+    )
+
+
+def server_settings(items: list[str]) -> dict[str, str]:
+    """``--set`` values as the server's environment."""
+    pairs = [item.partition("=") for item in items]
+    if any(not key.startswith("MEMORYD_") or not eq for key, eq, _ in pairs):
+        raise SystemExit("--set takes MEMORYD_NAME=VALUE")
+    return {key: value for key, _, value in pairs}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -415,19 +434,10 @@ def main(argv: list[str] | None = None) -> None:
         default="default",
         help="search modes, comma-separated: default (shipped fusion), vector, keyword",
     )
-    ap.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="MEMORYD_NAME=VALUE",
-        help="a server setting for every path beyond the shipped defaults (another embedding "
-        "model: MEMORYD_EMBED__ONNX__MODEL_DIR=DIR); repeatable, recorded in the results",
-    )
+    add_set_option(ap)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    server_env = dict(item.split("=", 1) for item in args.set)
-    if any(not key.startswith("MEMORYD_") for key in server_env):
-        raise SystemExit("--set takes MEMORYD_NAME=VALUE")
+    server_env = server_settings(args.set)
     for module in sorted(Path(__file__).parent.glob("dataset_*.py")):
         importlib.import_module(module.stem)
     convs = load(args.dataset, path=args.data, limit=args.limit)

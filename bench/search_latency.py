@@ -1,7 +1,7 @@
 """Search latency over HTTP by ``top_k``, query embedding included.
 
 ```
-python bench/search_latency.py [--dataset locomo] [--top-k 5,10,25] [--out FILE]
+python bench/search_latency.py [--dataset locomo] [--top-k 5,10,25] [--set MEMORYD_X=V] [--out FILE]
 ```
 
 One ``memoryd serve`` with shipped defaults gets the dataset's conversations the
@@ -26,15 +26,17 @@ from pathlib import Path
 
 from _common import loadavg, machine_info, percentile_ms
 from datasets import load
-from paths import ADVERSARIAL, Server, api_messages
+from paths import ADVERSARIAL, Server, add_set_option, api_messages, server_settings
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="locomo")
     ap.add_argument("--top-k", default="5,10,25")
+    add_set_option(ap)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    server_env = server_settings(args.set)
     for module in sorted(Path(__file__).parent.glob("dataset_*.py")):
         importlib.import_module(module.stem)
     convs = load(args.dataset)
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     asked = [(c.id, q.text) for c in convs for q in c.questions if q.category != ADVERSARIAL]
     latencies: dict[int, list[float]] = {k: [] for k in sizes}
     with tempfile.TemporaryDirectory(prefix="memoryd-bench-latency-") as tmp:
-        srv = Server(Path(tmp))
+        srv = Server(Path(tmp), server_env)
         try:
             api_messages(srv, convs)
             srv.post("/memory/search", {"query": "warm up", "user_id": convs[0].id})
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
         }
         for k, v in latencies.items()
     }
-    out = {"meta": {**info, "dataset": args.dataset, "loadavg_end": loadavg()}, "top_k": rows}
+    meta = {**info, "dataset": args.dataset, "server_settings": server_env}
+    out = {"meta": {**meta, "loadavg_end": loadavg()}, "top_k": rows}
     for k, r in rows.items():
         print(
             f"top_k {k:>3}: p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms ({r['searches']} searches)"
