@@ -45,6 +45,11 @@ def test_bm25_matches_the_formula() -> None:
     assert scores[2] == 0.0
     assert idx.scores("the a at", 3) is not None  # only stopwords: they are kept then
     assert idx.scores("zebra", 3) is None
+    # the ceiling counts the query's terms found in scope, each at BM25's upper bound
+    found = idx.scored("cats bark zebras", 3)
+    assert found is not None and list(found.rows) == [0, 1, 2]
+    idf_bark = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    assert found.ceiling == pytest.approx((idf + idf_bark) * (K1 + 1), rel=1e-6)
 
 
 def test_bulk_load_and_one_by_one_agree() -> None:

@@ -200,6 +200,29 @@ def test_keyword_statistics_are_those_of_the_searched_scope(store: Store) -> Non
     assert [s for _, s in after] == pytest.approx([s for _, s in before], abs=1e-6)
 
 
+def test_a_match_on_one_word_of_many_is_a_weak_keyword_match(store: Store) -> None:
+    """The best hit is scaled to 1 only when it matches enough of the query: a hit on
+    one of four query words keeps a fraction of the keyword score, so it cannot outrank
+    a vector-only hit on keyword weight it did not earn."""
+    topics = ("kubernetes", "ansible", "terraform", "upgrade")
+    store.add(
+        [
+            rec(i, f"{word} notes from the weekly platform meeting with the whole team")
+            for i, word in enumerate(topics)
+        ]
+        + [rec(10 + i, f"lunch plans for friday number {i} with the team") for i in range(6)]
+    )
+    alice = Filters(user_id="alice")
+    query = "kubernetes ansible terraform upgrade"
+    weak = store.keyword_search(query, alice, 10)
+    assert {i for i, _ in weak} == {"m0", "m1", "m2", "m3"}
+    assert all(0.0 < s < 0.8 for _, s in weak), weak
+    store.add([rec(20, "kubernetes ansible terraform upgrade checklist for the team")])
+    strong = store.keyword_search(query, alice, 10)
+    assert strong[0] == ("m20", pytest.approx(1.0))
+    assert all(s < 0.5 for _, s in strong[1:]), strong
+
+
 def test_vector_search_ranks_and_filters(store: Store) -> None:
     store.add([rec(i, f"memory {i}", user_id="alice" if i < 5 else "bob") for i in range(10)])
     hits = store.vector_search(vec(3), Filters(user_id="alice"), 3)

@@ -51,6 +51,11 @@ if TYPE_CHECKING:
 
 _INSTALL_HINT = "pip install 'memoryd[postgres]'"
 _MAX_VECTOR_DIM = 2000  # pgvector indexes vector up to 2000 dims, halfvec up to 4000
+#: keyword scores are divided by the best hit's, but never by less than this x the sum of
+#: the query's word weights (idf) in scope: the keyword-side counterpart of SQLite's
+#: ``keywords.MIN_SCALE`` on ``ts_rank_cd``'s scale (0.1 x occurrences / ln(1 + length)
+#: words: one mention in a 20-word memory is ~0.033), measured on LoCoMo (bench/README.md)
+KEYWORD_MIN_SCALE = 0.02
 _MAX_HALFVEC_DIM = 4000
 _MIN_PGVECTOR = (0, 8)
 
@@ -564,20 +569,22 @@ class PostgresStore(SQLStore):
                 ), pop AS (
                     SELECT count(*) AS n FROM {self.t_memories} {where}
                 ), idf AS MATERIALIZED (  -- once: inlined per hit it made a query quadratic
-                    SELECT w.tq, ln(1 + (pop.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+                    SELECT w.tq, d.df, ln(1 + (pop.n - d.df + 0.5) / (d.df + 0.5)) AS idf
                     FROM w, pop, LATERAL (
                         SELECT count(*) AS df FROM hits WHERE hits.tsv @@ w.tq
                     ) AS d
                 )
-                SELECT hits.id, sum(idf.idf * ts_rank_cd(hits.tsv, idf.tq, 1)) AS s
+                SELECT hits.id, sum(idf.idf * ts_rank_cd(hits.tsv, idf.tq, 1)) AS s,
+                    (SELECT sum(i.idf) FROM idf i WHERE i.df > 0) AS idf_sum
                 FROM hits CROSS JOIN idf
                 GROUP BY hits.id, hits.seq ORDER BY s DESC, hits.seq LIMIT %s""",
                 (text, *params, *params, limit),
             ).fetchall()
         if not rows:
             return []
-        best = max(float(s) for _, s in rows) or 1.0
-        return [(mid, _clip(float(s) / best)) for mid, s in rows]
+        floor = KEYWORD_MIN_SCALE * float(rows[0][2] or 0.0)
+        best = max(max(float(s) for _, s, _ in rows), floor) or 1.0
+        return [(mid, _clip(float(s) / best)) for mid, s, _ in rows]
 
     def vector_search(
         self, vector: np.ndarray, filters: Filters, limit: int

@@ -40,7 +40,7 @@ import numpy as np
 from memoryd.models import Filters, RankFacts
 from memoryd.search.entities import names_of
 from memoryd.store import ann
-from memoryd.store.keywords import KeywordIndex
+from memoryd.store.keywords import MIN_SCALE, KeywordIndex
 
 log = logging.getLogger(__name__)
 
@@ -636,7 +636,9 @@ class VectorIndex:
     def keyword_search(
         self, query: str, mask: np.ndarray | None, k: int
     ) -> list[tuple[str, float]]:
-        """BM25 top ``k`` within ``mask``, scores divided by the best one (so in (0, 1]).
+        """BM25 top ``k`` within ``mask``, in (0, 1]: divided by the best one, or by
+        ``MIN_SCALE`` x the query's ceiling when the best is below that (a weak best
+        match keeps a weak score; see keywords.py).
 
         The BM25 statistics are the mask's rows' (see :meth:`KeywordIndex.scores`)."""
         n = len(self.ids)
@@ -647,11 +649,11 @@ class VectorIndex:
         found = self.keywords.scored(query, n, mask)
         if found is None:
             return []
-        rows, scores = found  # the matched rows in scope, ascending
+        rows, scores, ceiling = found  # the matched rows in scope, ascending
         if k < rows.size:
             best = np.argpartition(-scores, k - 1)[:k]
             rows, scores = rows[best], scores[best]
-        return self._ranked(rows, scores, k, normalise=True)
+        return self._ranked(rows, scores, k, normalise=True, floor=MIN_SCALE * ceiling)
 
     def _top(
         self, scores: np.ndarray, mask: np.ndarray, k: int, normalise: bool
@@ -660,13 +662,14 @@ class VectorIndex:
         return self._ranked(rows, scores[rows], k, normalise)
 
     def _ranked(
-        self, rows: np.ndarray, scores: np.ndarray, k: int, normalise: bool
+        self, rows: np.ndarray, scores: np.ndarray, k: int, normalise: bool, floor: float = 0.0
     ) -> list[tuple[str, float]]:
-        """The ``k`` best of ``rows`` (``scores`` aligned with them), best first."""
+        """The ``k`` best of ``rows`` (``scores`` aligned with them), best first; with
+        ``normalise``, divided by the best score or ``floor``, whichever is larger."""
         if rows.size == 0:
             return []
         order = np.argsort(-scores, kind="stable")[:k]
-        best = float(scores[order[0]]) if normalise else 1.0
+        best = max(float(scores[order[0]]), floor) if normalise else 1.0
         return [(self.ids[rows[i]], _clip(float(scores[i]) / best)) for i in order]
 
     def scores(self, query: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
