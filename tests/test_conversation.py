@@ -19,6 +19,7 @@ from memoryd.core import Memory
 from memoryd.errors import InvalidInputError
 from memoryd.models import Filters, Origin
 from memoryd.pipelines import diary
+from memoryd.search.text import asks_when, states_time
 from memoryd.workspace.bootstrap import init_workspace
 from memoryd.workspace.indexer import index_workspace
 from memoryd.workspace.layout import resolve_workspace
@@ -149,6 +150,73 @@ def test_a_turn_that_says_little_ranks_below_one_that_answers(memory: Memory) ->
         )
     question, answer = said[talk[0][1]], said[talk[1][1]]
     assert question.parts.turn < answer.parts.turn < 0  # 8 words and asking vs 14 words
+
+
+@pytest.mark.parametrize(
+    ("text", "dated"),
+    [
+        ("We adopted a puppy last week.", True),
+        ("I went to the support group yesterday", True),
+        ("Two years ago, in 2021, we moved.", True),
+        ("See you on Friday!", True),
+        ("Back in May we painted the house.", True),
+        ("I may paint the house.", False),  # a month name only when capitalised
+        ("We love painting together.", False),
+        ("The meeting is at the weekend office.", False),
+    ],
+)
+def test_a_turn_is_dated_when_it_states_a_time(text: str, dated: bool) -> None:
+    assert states_time(text) is dated
+
+
+@pytest.mark.parametrize(
+    ("query", "when"),
+    [
+        ("When did Ana adopt the puppy?", True),
+        ("what year did they move?", True),
+        ("How long ago was the trip?", True),
+        ("Which month did Ben start running?", True),
+        ("What did Ana adopt?", False),
+        ("Why did they move when the rent went up?", False),
+    ],
+)
+def test_a_query_asks_when(query: str, when: bool) -> None:
+    assert asks_when(query) is when
+
+
+def test_a_when_question_lifts_the_turns_that_state_a_time(memory: Memory) -> None:
+    """Among the best candidates, a query asking when something happened lifts the turns
+    that state a time by ``when_turn_boost``; other queries and undated turns are not."""
+    talk = [
+        ("Ana", "The shelter puppy adoption took so much paperwork and patience."),
+        ("Ben", "Was the shelter strict about the puppy adoption?"),
+        ("Ana", "Very! We finally brought the puppy home last week."),
+    ]
+    memory.add(
+        messages=[{"role": "user", "name": n, "content": t} for n, t in talk],
+        user_id="u",
+        metadata={"session": "s1"},
+    )
+    s = memory.settings.search
+    s.neighbour_boost = 0.0  # the three turns are neighbours: their lifts would hide this one
+    query = "When did Ana adopt the puppy from the shelter?"
+    s.when_turn_boost = 0.0
+    before = memory.search(query, user_id="u", top_k=10, time_decay=False)
+    assert before[0].text == talk[0][1]  # by wording alone the paperwork leads
+    plain = {h.text: h for h in before}
+    s.when_turn_boost = 0.1
+    hits = memory.search(query, user_id="u", top_k=10, time_decay=False)
+    assert hits[0].text == talk[2][1]  # the turn that says when leads
+    for h in hits:
+        assert plain[h.text].parts.when is None
+        if h.text == talk[2][1]:
+            assert h.parts.when == pytest.approx(0.1)
+            assert h.score == pytest.approx(min(1.0, plain[h.text].score + 0.1), abs=1e-6)
+        else:
+            assert h.parts.when is None
+            assert h.score == pytest.approx(plain[h.text].score, abs=1e-6)
+    other = memory.search("Why did Ana adopt the puppy?", user_id="u", top_k=10)
+    assert other and all(h.parts.when is None for h in other)
 
 
 def test_the_vector_carries_the_previous_turn(memory: Memory) -> None:

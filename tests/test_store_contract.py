@@ -513,8 +513,8 @@ def test_rank_facts_are_the_records_own_and_follow_every_write(store: Store) -> 
 def test_rank_facts_place_a_turn_in_its_conversation(store: Store) -> None:
     """Search re-ranks turns by their neighbours and what they say from the store's
     RankFacts, never reading records: a turn's conversation (scope, metadata.session as
-    any JSON, source file), position, length in words and question mark must be what the
-    record says, on every store, and follow an update."""
+    any JSON, source file), position, length in words, question mark and stated time must
+    be what the record says, on every store, and follow an update."""
     diary = Source(path="memory/d.md")
     store.add(
         [
@@ -529,13 +529,15 @@ def test_rank_facts_place_a_turn_in_its_conversation(store: Store) -> None:
             rec(8, "a bool is no turn", metadata={"turn": True}),
             rec(9, "a float is no turn", metadata={"turn": 2.0}),
             rec(10, "我们明天去北京吗？", metadata={"turn": 0, "session": "s"}),
+            rec(11, "We moved here last May.", metadata={"turn": 8, "session": "s"}),
         ]
     )  # fmt: skip
-    ids = [f"m{i}" for i in range(1, 11)]
+    ids = [f"m{i}" for i in range(1, 12)]
     expected = {r.id: facts_of(r) for r in store.get_many(ids)}
     assert store.rank_facts([*ids, "missing"]) == expected
     m1 = expected["m1"]
     assert m1.turn is not None and m1.turn[1] == 3 and (m1.words, m1.asks) == (4, True)
+    assert (m1.dated, expected["m11"].dated) == (False, True)
     assert expected["m2"].turn is not None and "memory/d.md" in expected["m2"].turn[0]
     assert expected["m2"].turn[0] != expected["m7"].turn[0]  # type: ignore[union-attr]
     for no_turn in ("m3", "m8", "m9"):

@@ -53,7 +53,7 @@ from memoryd.search.decay import blend, facts_weight
 from memoryd.search.entities import entity_boost
 from memoryd.search.hybrid import Candidate
 from memoryd.search.pool import merge, pool_filters
-from memoryd.search.text import names_in
+from memoryd.search.text import asks_when, names_in
 from memoryd.search.tiers import memory_type, run_date
 from memoryd.settings import Settings
 from memoryd.store import Store, ann, open_store
@@ -906,6 +906,7 @@ class Memory:
             boost,
             decay,
             turns_first=mode == "hybrid" and turn_rank.active(s),
+            when_question=asks_when(query),
         )
         if record_recall:
             self.recalls.record(query, found, self.clock())
@@ -919,6 +920,7 @@ class Memory:
         boost: float,
         decay: bool,
         turns_first: bool = False,
+        when_question: bool = False,
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
         with the entity boost and time decay applied.
@@ -944,7 +946,7 @@ class Memory:
         ranked.sort(key=lambda t: (-t[0], t[1]))
         if turns_first and ranked:
             pool = ranked[: turn_rank.pool_size(top_k)]
-            ranked = turn_rank.rerank(pool, facts, s) + ranked[len(pool) :]
+            ranked = turn_rank.rerank(pool, facts, s, when_question) + ranked[len(pool) :]
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
         done = 0

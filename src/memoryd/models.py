@@ -100,8 +100,9 @@ class RankFacts:
     seconds of ``event_at``, else ``created_at``), whether it is evergreen (never
     decays), who it is about (``search.entities``) and, for a conversation turn,
     its place and what it says (``search.turns``): ``turn`` is (its conversation,
-    its position there), ``words`` its length in words and ``asks`` whether it ends
-    in a question mark (0 and False for a memory that is not a turn)."""
+    its position there), ``words`` its length in words, ``asks`` whether it ends
+    in a question mark and ``dated`` whether it states a time ("last week", "in May";
+    0 and False for a memory that is not a turn)."""
 
     when: float
     evergreen: bool = False
@@ -109,6 +110,7 @@ class RankFacts:
     turn: tuple[str, int] | None = None
     words: int = 0
     asks: bool = False
+    dated: bool = False
 
 
 class Filters(BaseModel):
@@ -138,6 +140,7 @@ class ScoreParts(BaseModel):
     entity: float | None = None  # boost for naming the memory's speaker/person
     neighbours: float | None = None  # boost for adjacent turns of the conversation matching too
     turn: float | None = None  # a conversation turn's prior (<= 0): short, or a question
+    when: float | None = None  # boost for a turn stating a time, when the query asks when
     rerank: float | None = None
 
 

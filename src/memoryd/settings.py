@@ -121,6 +121,9 @@ class SearchSettings(BaseModel):
     short_turn_penalty: float = Field(default=0.3, ge=0.0, le=1.0)
     full_turn_words: int = Field(default=50, ge=2, le=10_000)
     question_turn_penalty: float = Field(default=0.05, ge=0.0, le=1.0)
+    # added to a turn that states a time ("yesterday", "last May") when the query asks when
+    # (chosen on the tune halves of LoCoMo and REALTALK: bench/README.md, "when-questions")
+    when_turn_boost: float = Field(default=0.1, ge=0.0, le=1.0)
     # time decay (seed 000): score = w_sim * relevance + w_recency * 0.5 ** (age_days / half_life)
     time_decay: bool = True
     decay_similarity_weight: float = 0.7

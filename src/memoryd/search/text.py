@@ -179,6 +179,32 @@ def keyword_terms(query: str, limit: int = 64) -> list[str]:
     return (content or terms)[:limit]
 
 
+#: a time stated in words or digits: "yesterday", "two weeks ago", "last summer", "next
+#: Friday", "in May", "2023" (English, like the stopwords above); month names only
+#: capitalised, so "I may" and "march on" are not dates
+_TIME = re.compile(
+    r"(?i:\b(?:yesterday|today|tonight|tomorrow|ago|recently"
+    r"|(?:last|next|this) (?:week|weekend|month|year|night|morning|summer|winter|spring|fall)"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:19|20)\d\d)\b)"
+    r"|\b(?:January|February|March|April|May|June|July|August|September|October"
+    r"|November|December)\b"
+)
+#: a question about when: "When did ...", "What year ...", "How long ago ..."
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:when|what (?:year|month|date|day|time)|which (?:year|month)|how long ago)\b", re.I
+)
+
+
+def states_time(text: str) -> bool:
+    """Whether ``text`` says when something happened (a day, a date, "last week")."""
+    return _TIME.search(text) is not None
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` asks when something happened."""
+    return _ASKS_WHEN.search(query) is not None
+
+
 def names_in(query: str) -> set[str]:
     """Capitalised words of the query (people, places, projects), lower-cased."""
     return {_POSSESSIVE.sub("", m.group(0)).lower() for m in _NAME.finditer(query)} - STOPWORDS

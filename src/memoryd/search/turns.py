@@ -19,7 +19,11 @@ holds (:func:`facts`: no record is read):
   20-word turn ~23%, a full turn nothing); a turn that ends in a question mark
   loses the question penalty. Length is a document prior in the IR sense
   (longer documents are likelier to be relevant); here it only ever lowers a
-  turn, so facts, notes and API texts, which have no turn place, rank as before.
+  turn, so facts, notes and API texts, which have no turn place, rank as before;
+* **a time for a when-question** (``search.when_turn_boost``): a query that asks
+  when something happened ("When did Caroline go to the support group?") lifts the
+  turns that state a time ("I went yesterday", "last May", "in 2022"): the answer
+  is in one of them, and a turn about the same thing that names no time is not it.
 
 Measured on LoCoMo through the HTTP API (bench/README.md, "turn prior").
 """
@@ -31,7 +35,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from memoryd.models import RankFacts
-from memoryd.search.text import word_count
+from memoryd.search.text import states_time, word_count
 from memoryd.settings import SearchSettings
 
 if TYPE_CHECKING:
@@ -72,6 +76,7 @@ def facts(
         "turn": (thread_key(*thread), metadata_turn),
         "words": word_count(text),
         "asks": text.rstrip().endswith(("?", "？")),
+        "dated": states_time(text),
     }
 
 
@@ -81,6 +86,7 @@ def active(settings: SearchSettings) -> bool:
         settings.neighbour_boost > 0
         or settings.short_turn_penalty > 0
         or settings.question_turn_penalty > 0
+        or settings.when_turn_boost > 0
     )
 
 
@@ -99,10 +105,14 @@ def prior(words: int, asks: bool, settings: SearchSettings) -> float:
 
 
 def rerank(
-    pool: list[Ranked], known: dict[str, RankFacts], settings: SearchSettings
+    pool: list[Ranked],
+    known: dict[str, RankFacts],
+    settings: SearchSettings,
+    asks_when: bool = False,
 ) -> list[Ranked]:
     """``pool`` (best first) with its turns lifted by their neighbours and lowered by
-    their prior, best first again (ties keep the candidates' order)."""
+    their prior (and, for a query that ``asks_when``, lifted when they state a time),
+    best first again (ties keep the candidates' order)."""
     best: dict[tuple[str, int], float] = {}
     for final, _, _, c in pool:
         place = known[c.id].turn
@@ -123,6 +133,8 @@ def rerank(
             said = prior(f.words, f.asks, settings)
             if said < 0:
                 update["turn"] = round(said, 6)
+            if asks_when and f.dated and settings.when_turn_boost > 0:
+                update["when"] = settings.when_turn_boost
             if update:
                 c = c.adjusted(c.fused, **update)
                 final = min(1.0, max(0.0, final + sum(update.values())))

@@ -29,7 +29,7 @@ import numpy as np
 from memoryd.atomic import replacing
 from memoryd.store.vectors import VectorIndex
 
-FORMAT = 2  # 2: the conversation columns of turns (search.turns)
+FORMAT = 3  # 2: the conversation columns of turns (search.turns); 3: whether a turn is dated
 log = logging.getLogger(__name__)
 
 

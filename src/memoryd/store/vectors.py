@@ -93,6 +93,7 @@ class VectorIndex:
         self._turn = np.full(capacity, -1, dtype=np.int32)  # a turn's position; -1: not a turn
         self._words = np.zeros(capacity, dtype=np.uint16)  # a turn's length in words
         self._asks = np.zeros(capacity, dtype=bool)  # a turn ending in a question mark
+        self._dated = np.zeros(capacity, dtype=bool)  # a turn stating a time
         self._alive = np.zeros(capacity, dtype=bool)
         self._has_vec = np.zeros(capacity, dtype=bool)
         self._codes: dict[str, dict[str, int]] = {c: {} for c in _CODED}
@@ -142,6 +143,7 @@ class VectorIndex:
         self._turn = np.resize(self._turn, cap)
         self._words = np.resize(self._words, cap)
         self._asks = np.resize(self._asks, cap)
+        self._dated = np.resize(self._dated, cap)
         self._alive = np.resize(self._alive, cap)
         self._has_vec = np.resize(self._has_vec, cap)
         self._alive[len(self.ids) :] = False
@@ -169,6 +171,7 @@ class VectorIndex:
         self._turn[row] = -1 if place is None else place[1]
         self._words[row] = min(int(attrs.get("words", 0)), _MAX_WORDS)
         self._asks[row] = bool(attrs.get("asks"))
+        self._dated[row] = bool(attrs.get("dated"))
         self._graph_note(row, vector)
 
     def _graph_note(self, row: int, vector: np.ndarray | None) -> None:
@@ -236,7 +239,8 @@ class VectorIndex:
         self._created[block] = created
         self._when[block] = created if when is None else when
         self._evergreen[block] = False if evergreen is None else evergreen
-        self._turn[block], self._words[block], self._asks[block] = -1, 0, False
+        self._turn[block], self._words[block] = -1, 0
+        self._asks[block], self._dated[block] = False, False
         for offset, t in enumerate(turns or ()):
             if t:
                 row = start + offset
@@ -244,6 +248,7 @@ class VectorIndex:
                 self._cols["thread"][row] = self._code("thread", key, create=True)
                 self._words[row] = min(t["words"], _MAX_WORDS)
                 self._asks[row] = t["asks"]
+                self._dated[row] = t["dated"]
         if self._coarse is not None and self._proj is not None:
             self._coarse[block] = vectors.astype(np.float32) @ self._proj
         if self._ann is not None or self._ann_build is not None:
@@ -288,6 +293,7 @@ class VectorIndex:
         self._turn = _take(self._turn, keep, cap)
         self._words = _take(self._words, keep, cap)
         self._asks = _take(self._asks, keep, cap)
+        self._dated = _take(self._dated, keep, cap)
         self._alive = _take(self._alive, keep, cap)
         self._has_vec = _take(self._has_vec, keep, cap)
         if self._coarse is not None:
@@ -307,7 +313,7 @@ class VectorIndex:
         """Bytes this index holds (arrays at their capacity, ids, the id map, BM25)."""
         arrays: list[np.ndarray] = [self._vecs, self._created, self._when]
         arrays += [] if self._coarse is None else [self._coarse]
-        arrays += [self._evergreen, self._turn, self._words, self._asks]
+        arrays += [self._evergreen, self._turn, self._words, self._asks, self._dated]
         arrays += [self._alive, self._has_vec, self._digest, *self._cols.values()]
         total = sum(a.nbytes for a in arrays)
         total += sys.getsizeof(self.ids) + sum(sys.getsizeof(i) for i in self.ids)
@@ -333,6 +339,7 @@ class VectorIndex:
             "turn": self._turn[:n],
             "words": self._words[:n],
             "asks": self._asks[:n],
+            "dated": self._dated[:n],
             "has_vec": self._has_vec[:n],
             "text": self._digest[:n],
             **{f"col_{c}": self._cols[c][:n] for c in _CODED},
@@ -367,7 +374,9 @@ class VectorIndex:
         index._turn = np.asarray(arrays["turn"], dtype=np.int32)
         index._words = np.asarray(arrays["words"], dtype=np.uint16)
         index._asks = np.asarray(arrays["asks"], dtype=bool)
-        ranking = (index._when, index._evergreen, index._turn, index._words, index._asks)
+        index._dated = np.asarray(arrays["dated"], dtype=bool)
+        ranking = [index._when, index._evergreen, index._turn, index._words, index._asks]
+        ranking.append(index._dated)
         if any(a.shape != (n,) for a in ranking):
             raise ValueError("index snapshot: ranking columns do not match the rows")
         index._has_vec = np.asarray(arrays["has_vec"], dtype=bool)
@@ -697,16 +706,18 @@ class VectorIndex:
             self._cols["thread"][rows].tolist(),
             self._words[rows].tolist(),
             self._asks[rows].tolist(),
+            self._dated[rows].tolist(),
         )
         out: dict[str, RankFacts] = {}
-        for (mid, _), when, ever, pair, turn, thread, words, asks in zip(
+        for (mid, _), when, ever, pair, turn, thread, words, asks, dated in zip(
             found, *columns, strict=True
         ):
             names = self._names(pair)
             if turn < 0:
                 out[mid] = RankFacts(when=when, evergreen=ever, names=names)
             else:
-                out[mid] = RankFacts(when, ever, names, (self._thread(thread), turn), words, asks)
+                place = (self._thread(thread), turn)
+                out[mid] = RankFacts(when, ever, names, place, words, asks, dated)
         return out
 
     def _thread(self, code: int) -> str:
