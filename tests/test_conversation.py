@@ -35,6 +35,15 @@ SESSION_1 = [
 ]
 
 
+def _say(memory: Memory, talk: list[tuple[str, str]]) -> None:
+    """``talk`` ((speaker, words) pairs) added as one session of user ``u``."""
+    memory.add(
+        messages=[{"role": "user", "name": n, "content": t} for n, t in talk],
+        user_id="u",
+        metadata={"session": "s1"},
+    )
+
+
 def _stored(memory: Memory, user: str = "u") -> dict[str, object]:
     return {r.text: r for r in memory.store.iter_all(Filters(user_id=user))}
 
@@ -117,11 +126,7 @@ def test_a_turn_that_says_little_ranks_below_one_that_answers(memory: Memory) ->
         ("Ana", "Lovely: two weeks with my sister, walking the old town and eating custard tarts."),
         ("Ben", "Lisbon in May, wow!"),
     ]
-    memory.add(
-        messages=[{"role": "user", "name": n, "content": t} for n, t in talk],
-        user_id="u",
-        metadata={"session": "s1"},
-    )
+    _say(memory, talk)
     memory.add("Lisbon", user_id="u")  # a one-word memory, not a turn
     s = memory.settings.search
     query = "How was Ana's trip to Lisbon in May?"
@@ -192,11 +197,7 @@ def test_a_when_question_lifts_the_turns_that_state_a_time(memory: Memory) -> No
         ("Ben", "Was the shelter strict about the puppy adoption?"),
         ("Ana", "Very! We finally brought the puppy home last week."),
     ]
-    memory.add(
-        messages=[{"role": "user", "name": n, "content": t} for n, t in talk],
-        user_id="u",
-        metadata={"session": "s1"},
-    )
+    _say(memory, talk)
     s = memory.settings.search
     s.neighbour_boost = 0.0  # the three turns are neighbours: their lifts would hide this one
     query = "When did Ana adopt the puppy from the shelter?"
