@@ -271,3 +271,40 @@ def test_a_short_search_is_the_head_of_a_long_one(memory: Memory, clock, decay: 
         for k in (1, 2, 3, 5, 8):
             head = memory.search(query, user_id="u", top_k=k, time_decay=decay, record_recall=False)
             assert [(h.id, h.score) for h in head] == [(h.id, h.score) for h in full[:k]], k
+
+
+def test_with_shipped_settings_the_first_hits_do_not_depend_on_top_k(memory: Memory) -> None:
+    """A caller asking for 5 or 10 hits gets the first 5 or 10 of a top_k 25 search: both
+    sides fetch at least ``search.min_candidates`` and as many are re-ranked. With 20 (the
+    old floor), a short search ranked from fewer candidates and its head differed."""
+    people = ["Ana", "Ben"]
+    things = ["hiking", "the pottery class", "a new puppy", "the garden", "running"]
+    for day in range(8):
+        memory.add(
+            messages=[
+                {
+                    "role": "user",
+                    "name": people[n % 2],
+                    "content": f"Day {day}: we talked about {things[(day + n) % 5]} again, "
+                    f"and about {things[(day * n + 1) % 5]} for a while.",
+                }
+                for n in range(8)
+            ],
+            user_id="u",
+            metadata={"session": f"s{day}"},
+        )
+    queries = ("What did Ana say about the puppy?", "pottery class", "When did Ben go hiking?")
+
+    def heads_match() -> bool:
+        same = True
+        for query in queries:
+            full = memory.search(query, user_id="u", top_k=25, record_recall=False)
+            assert len(full) == 25
+            for k in (5, 10):
+                head = memory.search(query, user_id="u", top_k=k, record_recall=False)
+                same &= [h.id for h in head] == [h.id for h in full[:k]]
+        return same
+
+    assert heads_match()
+    memory.settings.search.min_candidates = 20
+    assert not heads_match()

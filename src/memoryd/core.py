@@ -945,7 +945,7 @@ class Memory:
             ranked.append((final, place, weight, c))
         ranked.sort(key=lambda t: (-t[0], t[1]))
         if turns_first and ranked:
-            pool = ranked[: turn_rank.pool_size(top_k)]
+            pool = ranked[: turn_rank.pool_size(top_k, s)]
             ranked = turn_rank.rerank(pool, facts, s, when_question) + ranked[len(pool) :]
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()

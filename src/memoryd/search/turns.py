@@ -3,9 +3,10 @@
 A conversation turn is a memory with a place in its conversation
 (``metadata.turn``: the messages path counts them across ``add(messages=...)``
 calls of a session, a diary counts the turn chunks of its file). Among the best
-candidates (``POOL_PER_HIT`` x ``top_k``), two things a ranking by text similarity
-misses are scored, from the :class:`~memoryd.models.RankFacts` the store's index
-holds (:func:`facts`: no record is read):
+candidates (``POOL_PER_HIT`` x ``top_k``, at least ``search.min_candidates``), what
+a ranking by text similarity misses is scored, from the
+:class:`~memoryd.models.RankFacts` the store's index holds (:func:`facts`: no
+record is read):
 
 * **neighbours** (``search.neighbour_boost``): an answer is often spread over
   adjacent turns (a question and its reply, a story told over three messages),
@@ -90,8 +91,10 @@ def active(settings: SearchSettings) -> bool:
     )
 
 
-def pool_size(top_k: int) -> int:
-    return max(top_k * POOL_PER_HIT, 20)
+def pool_size(top_k: int, settings: SearchSettings) -> int:
+    """How many of the best candidates are re-ranked: as many as each side fetched for a
+    small ``top_k``, so the first hits of a short search are those of a longer one."""
+    return max(top_k * POOL_PER_HIT, settings.min_candidates)
 
 
 def prior(words: int, asks: bool, settings: SearchSettings) -> float:
