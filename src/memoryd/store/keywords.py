@@ -41,7 +41,7 @@ B = 0.75  # BM25 length normalisation
 #: and keeps a fraction of the keyword weight in the fusion. Chosen on the tune halves of
 #: LoCoMo and REALTALK (0 / 0.2 / 0.25 / 0.3 / 0.35 / 0.4: mean R@10 0.7110 / 0.7114 /
 #: 0.7115 / 0.7123 / 0.7102 / 0.7115); on the held-out halves 0.6669 -> 0.6712
-#: (bench/README.md, "keyword scale").
+#: (bench/README.md, "weak keyword matches").
 MIN_SCALE = 0.3
 
 

@@ -54,7 +54,8 @@ _MAX_VECTOR_DIM = 2000  # pgvector indexes vector up to 2000 dims, halfvec up to
 #: keyword scores are divided by the best hit's, but never by less than this x the sum of
 #: the query's word weights (idf) in scope: the keyword-side counterpart of SQLite's
 #: ``keywords.MIN_SCALE`` on ``ts_rank_cd``'s scale (0.1 x occurrences / ln(1 + length)
-#: words: one mention in a 20-word memory is ~0.033), measured on LoCoMo (bench/README.md)
+#: words: one mention in a 20-word memory is ~0.033), chosen the same way on the same
+#: conversations copied into PostgreSQL (bench/README.md, "weak keyword matches")
 KEYWORD_MIN_SCALE = 0.02
 _MAX_HALFVEC_DIM = 4000
 _MIN_PGVECTOR = (0, 8)
