@@ -111,10 +111,10 @@ def rerank(
     pool: list[Ranked],
     known: dict[str, RankFacts],
     settings: SearchSettings,
-    asks_when: bool = False,
+    when_question: bool = False,
 ) -> list[Ranked]:
     """``pool`` (best first) with its turns lifted by their neighbours and lowered by
-    their prior (and, for a query that ``asks_when``, lifted when they state a time),
+    their prior (and, for a ``when_question``, lifted when they state a time),
     best first again (ties keep the candidates' order)."""
     best: dict[tuple[str, int], float] = {}
     for final, _, _, c in pool:
@@ -136,7 +136,7 @@ def rerank(
             said = prior(f.words, f.asks, settings)
             if said < 0:
                 update["turn"] = round(said, 6)
-            if asks_when and f.dated and settings.when_turn_boost > 0:
+            if when_question and f.dated and settings.when_turn_boost > 0:
                 update["when"] = settings.when_turn_boost
             if update:
                 c = c.adjusted(c.fused, **update)

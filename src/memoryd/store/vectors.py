@@ -375,8 +375,14 @@ class VectorIndex:
         index._words = np.asarray(arrays["words"], dtype=np.uint16)
         index._asks = np.asarray(arrays["asks"], dtype=bool)
         index._dated = np.asarray(arrays["dated"], dtype=bool)
-        ranking = [index._when, index._evergreen, index._turn, index._words, index._asks]
-        ranking.append(index._dated)
+        ranking = (
+            index._when,
+            index._evergreen,
+            index._turn,
+            index._words,
+            index._asks,
+            index._dated,
+        )
         if any(a.shape != (n,) for a in ranking):
             raise ValueError("index snapshot: ranking columns do not match the rows")
         index._has_vec = np.asarray(arrays["has_vec"], dtype=bool)
