@@ -129,8 +129,14 @@ def test_searches_and_lists_stay_in_the_scope_and_the_key(
 def test_the_owner_chunk_rule_joins_the_agents_files_to_another_users_search(
     memory: Memory, tenants: dict[str, str]
 ) -> None:
-    assert memory.settings.workspace.user_id != "alice"
-    as_dev = memory.scope(DEV_ONLY, "alice", "dev")
+    owner = memory.settings.workspace.user_id
+    assert owner != "alice"
+    # a key limited to alice does not reach the owner's files by naming the agent
+    assert tenants["chunk"] not in {
+        h.id for h in memory.scope(DEV_ONLY, "alice", "dev").search(FILE_QUERY, top_k=5)
+    }
+    both = Principal(name="alice-and-owner", users=["alice", owner], agents=["dev"])
+    as_dev = memory.scope(both, "alice", "dev")
     hits = {h.id: h for h in as_dev.search(FILE_QUERY, top_k=5)}
     assert hits[tenants["chunk"]].citation.startswith("memory/2026-03-27.md#L")
     combined = as_dev.search_combined(FILE_QUERY, long_term_top_k=5)
@@ -151,13 +157,17 @@ def test_the_owner_chunk_rule_joins_the_agents_files_to_another_users_search(
 def test_the_workspace_is_the_owners_and_the_agents(
     memory: Memory, tenants: dict[str, str]
 ) -> None:
-    files = memory.scope(DEV_ONLY, "alice", "dev").files()  # acting as dev
-    assert "Lisbon" in files.read("MEMORY.md").text
-    with pytest.raises(PermissionDeniedError):
-        memory.scope(DEV_ONLY, agent_id="dev").files()  # the key does not cover the owner
+    # acting as dev grants nothing: the files are the owner's, and the key covers alice only
+    for scope in (memory.scope(DEV_ONLY, "alice", "dev"), memory.scope(DEV_ONLY, agent_id="dev")):
+        with pytest.raises(PermissionDeniedError):
+            scope.files()
+    assert not memory.scope(DEV_ONLY, "alice", "dev").workspaces().may_use("dev")
+    with pytest.raises(PermissionDeniedError):  # a key for any agent, naming dev, neither
+        memory.scope(BOB, "bob", "dev").files()
     owner = memory.settings.workspace.user_id
     owners_key = Principal(name="k", users=[owner], agents=["dev"])
     assert memory.scope(owners_key, agent_id="dev").files().agent_id == "dev"
+    assert "Lisbon" in memory.scope(owners_key, agent_id="dev").files().read("MEMORY.md").text
     assert memory.scope(owners_key).workspaces().may_use("dev")
     assert not memory.scope(owners_key).workspaces().may_use("ops")
     assert memory.scope(owners_key).workspaces().agents() == ["dev"]

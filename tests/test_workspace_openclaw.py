@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from memoryd.api import create_app
 from memoryd.core import Memory
+from memoryd.errors import InvalidInputError
 from memoryd.workspace.layout import known_agents, resolve_workspace
 
 
@@ -74,3 +76,30 @@ def test_a_broken_config_falls_back_instead_of_failing(memory: Memory, tmp_path:
     (base / "openclaw.json").write_text("{ agents: [not json")
     (base / "workspace-dev").mkdir()
     assert resolve_workspace(memory.settings, "dev").root == base / "workspace-dev"
+
+
+def test_a_workspace_inside_another_agents_memory_folder_is_refused(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """``agents.defaults.workspace: ROOT`` puts agent ``memory`` at ROOT/memory, which is
+    main's diary folder: that agent is refused with a clear error, main keeps working,
+    and ``<root>/<id>`` beside main's folders stays allowed."""
+    root = tmp_path / "root"
+    config = {
+        "agents": {
+            "defaults": {"workspace": str(root)},
+            "list": [{"id": "main"}, {"id": "memory"}, {"id": "dev"}, {"id": "twin"}],
+        }
+    }
+    config["agents"]["list"][3]["workspace"] = str(root)  # type: ignore[index]
+    _openclaw(memory, tmp_path, config)
+    for folder in (root / "memory", root / "dev"):
+        folder.mkdir(parents=True)
+    for refused in ("memory", "twin"):
+        with pytest.raises(InvalidInputError, match="overlapping workspaces") as err:
+            resolve_workspace(memory.settings, refused)
+        assert "openclaw.json" in (err.value.hint or "")
+    assert resolve_workspace(memory.settings, "main").root == root
+    assert resolve_workspace(memory.settings, "dev").root == root / "dev"
+    agents = known_agents(memory.settings)
+    assert "main" in agents and "dev" in agents and "memory" not in agents

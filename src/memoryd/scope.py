@@ -12,11 +12,13 @@ all here:
   covers; another agent's shared memory is refused (:class:`PermissionDeniedError`),
   and a chunk of a workspace file is refused by :class:`~memoryd.core.Memory`
   (:class:`ReadOnlyError`: edit the file; the index follows it).
-- **workspace**: an agent's files belong to :func:`~memoryd.access.workspace_owner`
-  and the agent; a key covering that pair may use them, and so may a scope acting
-  as the agent (the agent reads its own files, whichever user it serves).
+- **workspace**: an agent's files (and their chunks, wiki, commitments, backfill,
+  context and pipeline runs) belong to :func:`~memoryd.access.workspace_owner` and
+  the agent; only a key covering that pair may use them. Naming the agent is not
+  enough: a key for users U reaches no data of a user outside U, on any face.
 - **search**: the scope's memories and shared pool and, when the scope's user is
-  not the workspace owner, the agent's own file chunks too (owner-chunk rule).
+  not the workspace owner but the key covers the owner too, the agent's own file
+  chunks (owner-chunk rule).
 - **pipelines**: a run's notes and errors can quote memory text, so only an admin
   key sees them; another key sees the runs of the agents whose files it may use.
 
@@ -154,9 +156,11 @@ class Scope:
                 "this call acts for no agent, and files live in an agent's workspace",
                 "name the agent: `memoryd mcp --agent ID`, the X-Memoryd-Agent header, or agent_id",
             )
-        ws = resolve_workspace(self.memory.settings, self.agent_id, self.memory.store)
+        if self.user_id is not None:
+            self.check()  # the files act for this user too (the diary's memories are theirs)
         if not self.workspaces().may_use(self.agent_id):
             self.caller.check(workspace_owner(self.memory.settings), self.agent_id)  # 403
+        ws = resolve_workspace(self.memory.settings, self.agent_id, self.memory.store)
         return AgentFiles(self.memory, ws, self.user_id)
 
     def workspaces(self) -> WorkspaceAccess:
@@ -188,11 +192,13 @@ class Scope:
     def _with_files(
         self, hits: builtins.list[SearchHit], query: str, f: Filters, top_k: int, **how: Any
     ) -> builtins.list[SearchHit]:
-        """The owner-chunk rule: the agent's own file chunks join a search by another user."""
+        """The owner-chunk rule: the agent's own file chunks join a search by another user
+        when the caller's key covers the workspace owner too."""
         owner = workspace_owner(self.memory.settings)
         if (
             self.agent_id is None
             or self.user_id in (None, owner)
+            or not self.caller.can_access(owner, self.agent_id)
             or f.run_id is not None
             or f.categories
             or f.short_term_only
@@ -396,15 +402,9 @@ class WorkspaceAccess:
 
     def may_use(self, agent_id: str) -> bool:
         """Whether the caller may use ``agent_id``'s workspace (its files, chunks, runs):
-        a key covering the workspace owner and the agent, or the scope acting as that
-        agent (an agent reads its own files, whichever user it serves)."""
-        scope, caller = self.scope, self.scope.caller
-        acting = (
-            agent_id == scope.agent_id
-            and scope.user_id is not None
-            and caller.can_access(scope.user_id, agent_id)
-        )
-        return acting or caller.can_access(workspace_owner(self.memory.settings), agent_id)
+        only a key covering the workspace owner and the agent. Acting as the agent
+        grants nothing: the files are the owner's data."""
+        return self.scope.caller.can_access(workspace_owner(self.memory.settings), agent_id)
 
     def agents(self) -> builtins.list[str]:
         """The workspace agents whose files the caller may use."""

@@ -18,6 +18,8 @@ from typing import Any
 
 import json5
 
+from memoryd.errors import InvalidInputError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_AGENT = "main"
@@ -38,19 +40,61 @@ def read_config(openclaw_dir: Path) -> dict[str, Any]:
 
 def configured_agents(openclaw_dir: Path) -> set[str]:
     """Agents OpenClaw knows whose workspace exists: ``main`` and the roster's."""
-    agents = read_config(openclaw_dir).get("agents")
-    names = {DEFAULT_AGENT}
+    config = read_config(openclaw_dir)
+    found = set()
+    for name in _roster_names(config) | {DEFAULT_AGENT}:
+        try:
+            if workspace_of(openclaw_dir, name).is_dir():
+                found.add(name)
+        except InvalidInputError as exc:  # refused: listed nowhere, named in the log
+            log.warning("skipping agent %s: %s", name, exc)
+    return found
+
+
+#: folders of a workspace that hold its own data: another agent's workspace there would
+#: be read and written as this one's (``memory/`` is the diary folder)
+RESERVED_FOLDERS = ("memory", "wiki")
+
+
+def workspace_of(openclaw_dir: Path, agent_id: str) -> Path:
+    """The directory OpenClaw uses as ``agent_id``'s workspace (it may not exist).
+
+    Raises :class:`InvalidInputError` when that directory lies in another configured
+    agent's (the same folder, or inside its ``memory/``, ``wiki/`` or a hidden folder):
+    this agent would then read and write the other's files. ``<root>/<id>`` beside
+    the default agent's own folders stays allowed (OpenClaw's layout)."""
+    config = read_config(openclaw_dir)
+    path = _workspace_in(config, openclaw_dir, agent_id)
+    for other in sorted(_roster_names(config) | {DEFAULT_AGENT}):
+        if other == agent_id:
+            continue
+        theirs = _workspace_in(config, openclaw_dir, other)
+        if not path.is_relative_to(theirs) or (path == theirs and agent_id == DEFAULT_AGENT):
+            continue  # the default agent keeps its workspace; the one nested in it is refused
+        rest = path.relative_to(theirs).parts
+        if not rest or rest[0] in RESERVED_FOLDERS or rest[0].startswith("."):
+            raise InvalidInputError(
+                f"openclaw.json gives agents {agent_id!r} and {other!r} overlapping workspaces "
+                f"({path} and {theirs}): each would read and write the other's memory files",
+                f"give agent {agent_id!r} (or {other!r}) a workspace of its own in "
+                f"{openclaw_dir / 'openclaw.json'} (agents.list[].workspace), outside the other's",
+            )
+    return path
+
+
+def _roster_names(config: dict[str, Any]) -> set[str]:
+    agents = config.get("agents")
+    names: set[str] = set()
     if isinstance(agents, dict):
         if isinstance(agents.get("entries"), dict):
             names.update(str(k) for k in agents["entries"])
         if isinstance(agents.get("list"), list):
             names.update(str(a["id"]) for a in agents["list"] if isinstance(a, dict) and "id" in a)
-    return {n for n in names if workspace_of(openclaw_dir, n).is_dir()}
+    return names
 
 
-def workspace_of(openclaw_dir: Path, agent_id: str) -> Path:
-    """The directory OpenClaw uses as ``agent_id``'s workspace (it may not exist)."""
-    agents = read_config(openclaw_dir).get("agents")
+def _workspace_in(config: dict[str, Any], openclaw_dir: Path, agent_id: str) -> Path:
+    agents = config.get("agents")
     agents = agents if isinstance(agents, dict) else {}
     defaults = agents.get("defaults")
     root = defaults.get("workspace") if isinstance(defaults, dict) else None
