@@ -1,0 +1,113 @@
+"""is_chitchat: what is never a long-term fact, and what must stay one (issue 31, item 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.extract.noise import is_bare_table, is_chitchat
+
+CHITCHAT = [
+    # acknowledgements
+    "Noted, I'll keep that in mind.",
+    "Got it",
+    "Got it, thanks!",
+    "Ok.",
+    "Sounds good!",
+    "Will do.",
+    "Understood, I'll remember that.",
+    "Perfect, thank you so much!",
+    "Makes sense.",
+    "No worries, take your time.",
+    "Good to know, thanks for the heads-up.",
+    "assistant: Sure thing! Let me know if you need anything else.",
+    "Happy to help!",
+    "I hope this helps.",
+    "Let me check.",
+    # greetings
+    "Hi",
+    "Hello there!",
+    "Good morning team!",
+    "Hey Ravi, how's it going?",
+    "Hope you had a great weekend!",
+    "How are you doing today?",
+    # thanks
+    "Thanks!",
+    "Thank you for fixing the deploy so quickly.",
+    "Many thanks again.",
+    # sign-offs
+    "I'm heading out for the day, see you tomorrow",
+    "Signing off for today.",
+    "See you Monday!",
+    "Have a great weekend!",
+    "Talk to you later.",
+    "I'm off for lunch, back soon",
+    "Calling it a day.",
+    # weather
+    "It's pouring here today.",
+    "What a sunny day it is outside!",
+    "So cold this morning.",
+    "Freezing here again, ugh.",
+    # bare table rows
+    "| search | 9200 | Ravi |",
+    "| ingest | 9300 | Mei |\n| search | 9200 | Ravi |",
+    "|---|---|---|",
+    # copied requests and questions
+    "Can you check the logs for the ingest service?",
+    "Could you take a look at PR #482",
+    "Please summarise the thread.",
+    "What time is the standup?",
+    "Which port does staging use?",
+    # punctuation and emoji only
+    "👍",
+    "...",
+    "",
+]
+
+FACTS = [
+    # short instructions and preferences are never chit-chat
+    "always use type hints",
+    "answer in bullet points",
+    "I prefer dark mode",
+    "Never push directly to main.",
+    "Use pnpm, not npm.",
+    "Please always answer in English.",
+    "Could you always reply in bullet points from now on?",
+    "Remind me to rotate the AWS keys on Friday.",
+    "Don't use emojis in commit messages.",
+    # facts with an acknowledgement in front keep their fact
+    "Got it, I'll page Leo this week",
+    "Noted, staging Postgres uses port 5432.",
+    "Thanks, the staging port is 6432 now.",
+    "Hi team, the deploy freeze starts Friday.",
+    # facts that look like small talk
+    "The staging database is on port 6432.",
+    "The weather service API runs on port 8080.",
+    "I live in Seattle where it rains all the time.",
+    "She hates cold weather and prefers working from Lisbon.",
+    "The cache is cold after a deploy, so the first query takes 300 ms.",
+    "OK is the status the health check returns.",
+    "Where the config lives: /etc/memoryd/app.toml",
+    "Ravi owns the search service (port 9200).",
+    "PR #482 was merged.",
+    "We decided to use httpx instead of aiohttp.",
+    # a table with its header is data, and a fact then a question keeps the fact
+    "| service | port | owner |\n|---|---|---|\n| search | 9200 | Ravi |",
+    "The port is 6432. Is that right?",
+    "服务端口是8230。",
+]
+
+
+@pytest.mark.parametrize("text", CHITCHAT)
+def test_chitchat_is_recognised(text: str) -> None:
+    assert is_chitchat(text), text
+
+
+@pytest.mark.parametrize("text", FACTS)
+def test_facts_and_instructions_are_not_chitchat(text: str) -> None:
+    assert not is_chitchat(text), text
+
+
+def test_a_table_is_bare_only_without_its_header_rule() -> None:
+    assert is_bare_table("| search | 9200 | Ravi |")
+    assert not is_bare_table("| service | port |\n|---|---|\n| search | 9200 |")
+    assert not is_bare_table("search | 9200 | Ravi")  # a pipe in prose is not a table
