@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from memoryd.core import Memory
+from memoryd.extract import OfflineExtractor
 from memoryd.extract.noise import is_bare_table, is_chitchat
+from memoryd.models import Filters, Origin
+from memoryd.settings import LimitSettings
 
 CHITCHAT = [
     # acknowledgements
@@ -111,3 +115,47 @@ def test_a_table_is_bare_only_without_its_header_rule() -> None:
     assert is_bare_table("| search | 9200 | Ravi |")
     assert not is_bare_table("| service | port |\n|---|---|\n| search | 9200 |")
     assert not is_bare_table("search | 9200 | Ravi")  # a pipe in prose is not a table
+
+
+# -- the offline extractor asks it -----------------------------------------------------------
+def test_the_offline_extractor_keeps_facts_and_drops_chitchat() -> None:
+    offline = OfflineExtractor(LimitSettings())
+    text = (
+        "user: Noted, I'll keep that in mind.\n"
+        "assistant: Got it, I'll page Leo this week\n"
+        "user: It's pouring here today.\n"
+        "user: always use type hints\n"
+        "user: I prefer dark mode\n"
+        "assistant: Can you check the logs for the ingest service?\n"
+        "| search | 9200 | Ravi |\n"
+        "user: I'm heading out for the day, see you tomorrow\n"
+    )
+    assert offline.extract(text) == [
+        "Got it, I'll page Leo this week",
+        "always use type hints",
+        "I prefer dark mode",
+    ]
+
+
+def test_a_table_with_its_header_becomes_named_rows() -> None:
+    offline = OfflineExtractor(LimitSettings())
+    text = "| service | port | owner |\n|---|---|---|\n| search | 9200 | Ravi |\n| ingest | 9300 | Mei |"
+    assert offline.extract(text) == [
+        "service: search; port: 9200; owner: Ravi",
+        "service: ingest; port: 9300; owner: Mei",
+    ]
+
+
+def test_chitchat_turns_stay_searchable_but_are_no_facts(memory: Memory) -> None:
+    chat = [
+        {"role": "user", "content": "It's pouring here today."},
+        {"role": "assistant", "content": "Noted, I'll keep that in mind."},
+        {"role": "user", "content": "The staging database is on port 6432."},
+    ]
+    events = memory.add(messages=chat, user_id="u", infer=True)
+    facts = memory.list(user_id="u", filters=Filters(origins=[Origin.FACT]))
+    assert [f.text for f in facts] == ["The staging database is on port 6432."]
+    turns = memory.list(user_id="u", filters=Filters(origins=[Origin.TURN]))
+    assert len(turns) == 3 and [e.memory for e in events] == [facts[0].text]  # turns kept
+    hits = memory.search("pouring rain", user_id="u", top_k=3)
+    assert hits and hits[0].text == "It's pouring here today."

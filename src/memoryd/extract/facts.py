@@ -6,6 +6,7 @@ from datetime import date
 from typing import Any
 
 from memoryd.extract.ask import InvalidAnswer, ask_json
+from memoryd.extract.noise import is_chitchat
 from memoryd.extract.prompts import DEFAULT_EXTRACTION_PROMPT
 from memoryd.llm import LLM, ChatMessage
 from memoryd.settings import ExtractSettings, LimitSettings
@@ -54,7 +55,7 @@ class LLMExtractor:
             fact = fact.strip()
             if len(fact) > self.limits.max_text_chars:
                 raise InvalidAnswer(f"facts[{i}] is {len(fact)} characters; a fact must be short")
-            if fact and fact not in facts:
+            if fact and fact not in facts and not is_chitchat(fact):  # a model's slip
                 facts.append(fact)
         if len(facts) > self.settings.max_facts:
             raise InvalidAnswer(

@@ -101,8 +101,8 @@ _PERSONAL = re.compile(
 
 # -- requests and questions copied from the conversation ------------------------------------
 _REQUEST = re.compile(
-    r"^(?:(?:can|could|would|will|can't|won't) (?:you|u|we)|would you mind|do you mind|mind"
-    r"|please (?:can|could) you|(?:please )?(?:check|look(?: at| into)?|have a look|take a look"
+    r"^(?:(?:can|could|would|will|can't|won't) (?:you|u|we)|would you mind|do you mind"
+    r"|please (?:can|could) you|please (?:check|look(?: at| into)?|have a look|take a look"
     r"|review|summari[sz]e|explain|tell me|show me|help(?: me)?|find|search|send|share|run|ping)"
     r"|is there any way|any (?:idea|update|news)s?|do you know|did you|have you)\b"
 )

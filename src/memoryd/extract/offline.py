@@ -12,6 +12,12 @@ Never add & in command."), and split apart it would lose its subject.
 Longer lines are split into sentences. Markdown headings are dropped (they
 label facts, they are not facts), bullet markers and speaker prefixes are
 removed, fenced code blocks stay whole.
+
+Chit-chat (:func:`memoryd.extract.noise.is_chitchat`: acknowledgements,
+sign-offs, weather, requests) is never a fact; the turn that said it stays
+searchable as conversation evidence. A Markdown table becomes one fact per row
+that names its columns ("service: search; port: 9200; owner: Ravi"), and table
+rows without their header are dropped: cells without their meaning.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from memoryd.extract.noise import is_chitchat
 from memoryd.settings import LimitSettings
 
 _ABBREVIATIONS = {
@@ -52,6 +59,8 @@ _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 _TIME_ONLY = re.compile(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?$")
 _WORD = re.compile(r"\w", re.UNICODE)
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _NOISE_PHRASES = {
     "hi",
     "hello",
@@ -160,7 +169,7 @@ class OfflineExtractor:
         seen: set[str] = set()
         for unit in self.units(text):
             key = unit.casefold()
-            if key not in seen and not is_noise(unit):
+            if key not in seen and not is_noise(unit) and not is_chitchat(unit):
                 seen.add(key)
                 facts.append(unit)
         return facts
@@ -183,12 +192,19 @@ class OfflineExtractor:
                 i += 1
                 out.extend(self._fit("\n".join(block).strip()))
                 continue
+            if _TABLE_ROW.match(line):
+                rows = []
+                while i < len(lines) and _TABLE_ROW.match(lines[i]):
+                    rows.append(lines[i])
+                    i += 1
+                out.extend(u for row in table_facts(rows) for u in self._fit(row))
+                continue
             i += 1
             if not line.strip() or _HEADING.match(line):
                 continue
             line = _SPEAKER.sub("", line)
             line = _BULLET.sub("", line).strip()
-            kept = [s for s in split_sentences(line) if not is_noise(s)]
+            kept = [s for s in split_sentences(line) if not is_noise(s) and not is_chitchat(s)]
             joined = "".join(
                 f"{x} " if not x.endswith(("。", "！", "？")) else x for x in kept
             ).strip()
@@ -213,6 +229,21 @@ class OfflineExtractor:
         if unit:
             pieces.append(unit)
         return pieces
+
+
+def table_facts(rows: list[str]) -> list[str]:
+    """One fact per data row of a Markdown table, each cell named by its column
+    ("service: search; port: 9200"); none for rows without a header rule."""
+    cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in rows]
+    if len(rows) < 2 or not _TABLE_RULE.match(rows[1]):
+        return []
+    header = cells[0]
+    facts = []
+    for row in cells[2:]:
+        named = [f"{h}: {v}" if h else v for h, v in zip(header, row, strict=False) if v]
+        if named:
+            facts.append("; ".join(named))
+    return facts
 
 
 def split_sentences(text: str) -> list[str]:
