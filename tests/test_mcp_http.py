@@ -159,6 +159,7 @@ def test_errors_come_back_as_tool_errors_that_say_what_to_do(server) -> None:  #
 
 @pytest.fixture
 def keyed(memory: Memory) -> Memory:
+    memory.settings.workspace.user_id = "boss"  # the agents' files are boss's: the keys cover boss
     memory.settings.auth.keys = [
         ApiKey(name="dev-key", key=SecretStr("k-dev"), users=["boss"], agents=["dev"]),
         ApiKey(name="ops-key", key=SecretStr("k-ops"), users=["boss"], agents=["ops"]),
