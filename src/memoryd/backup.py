@@ -32,9 +32,10 @@ from memoryd.errors import (
     StoreError,
 )
 from memoryd.models import HistoryEntry, MemoryRecord
-from memoryd.settings import StoreSettings
+from memoryd.settings import LimitSettings, StoreSettings
 from memoryd.store import Store, open_store
 from memoryd.store.sqlite import SQLiteStore
+from memoryd.validate import check_id
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
@@ -263,12 +264,23 @@ def _parse(number: int, line: str) -> tuple[MemoryRecord, list[HistoryEntry], di
         entries = [HistoryEntry.model_validate({**h, "id": 0}) for h in history]
         if any(e.memory_id != record.id for e in entries):
             raise ValueError("a history entry names another memory")
-    except (ValueError, TypeError, ValidationError) as exc:
+        _check_ids(record)
+    except (ValueError, TypeError, ValidationError, RecursionError) as exc:
         raise InvalidInputError(
             f"line {number} is not a memoryd export record: {str(exc)[:300]}",
             "pass a file written by `memoryd export`; nothing after that line was imported",
         ) from None
     return record, entries, model
+
+
+def _check_ids(record: MemoryRecord) -> None:
+    """The same id rule as every other way in: an imported user or agent id names
+    folders and scopes later (``"../../escape"`` must not)."""
+    limits = LimitSettings()
+    check_id(record.id, "id", limits, required=True)
+    check_id(record.user_id, "user_id", limits, required=True)
+    check_id(record.agent_id, "agent_id", limits)
+    check_id(record.run_id, "run_id", limits)
 
 
 def import_lines(store: Store, lines: Iterable[str]) -> ImportReport:

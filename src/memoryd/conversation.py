@@ -274,6 +274,11 @@ def read_transcript(lines: Iterable[str], source: str = "transcript") -> Transcr
                 f"{source} line {number} is not JSON: {exc.msg}",
                 "a transcript has one JSON object per line (JSON lines)",
             ) from None
+        except RecursionError:
+            raise InvalidInputError(
+                f"{source} line {number} nests JSON deeper than memoryd reads",
+                "a transcript line is one message object: flatten or drop that line",
+            ) from None
         if not isinstance(entry, Mapping):
             raise InvalidInputError(
                 f"{source} line {number} is not a JSON object",

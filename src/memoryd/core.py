@@ -57,7 +57,7 @@ from memoryd.search.text import asks_when, names_in
 from memoryd.search.tiers import memory_type, run_date
 from memoryd.settings import Settings
 from memoryd.store import Store, ann, open_store
-from memoryd.validate import check_id, check_metadata, check_text, check_top_k
+from memoryd.validate import check_id, check_messages, check_metadata, check_text, check_top_k
 
 if TYPE_CHECKING:
     from memoryd.access import Principal
@@ -257,6 +257,7 @@ class Memory:
                 "pass one of text, texts or messages",
                 "add(text=...), add(texts=[...]) or add(messages=[...])",
             )
+        check_messages(messages, limits)
         if infer and memory_id is not None:
             raise InvalidInputError(
                 "memory_id cannot be chosen when infer=True",

@@ -153,10 +153,14 @@ class LimitSettings(BaseModel):
     max_metadata_depth: int = 8
     max_id_chars: int = 128
     max_texts: int = Field(default=1_000, ge=1)  # per add with texts: one model run, one write
+    max_messages: int = Field(default=1_000, ge=1)  # per request with messages (413 above)
     # HTTP edge (memoryd.api.limits): bigger bodies get 413 before they are parsed
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     rate_limit_per_minute: int = Field(default=0, ge=0)  # per API key; 0: no rate limit
     rate_limit_burst: int | None = Field(default=None, ge=1)  # default: one minute's worth
+    # refused keys (401) per client address and minute before that address gets 429
+    # (key guessing); a keyed server only, 0: off
+    failed_auth_per_minute: int = Field(default=10, ge=0)
 
 
 class OpenAILLMSettings(BaseModel):

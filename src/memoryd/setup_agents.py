@@ -289,6 +289,11 @@ def _load_json(path: Path, text: str, *, openclaw_hint: str | None = None) -> di
             f"{path} is not plain JSON ({exc.msg} at line {exc.lineno})",
             openclaw_hint or "fix the file (or move it away) and run setup again",
         ) from None
+    except RecursionError:
+        raise InvalidInputError(
+            f"{path} nests JSON deeper than memoryd reads",
+            openclaw_hint or "fix the file (or move it away) and run setup again",
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInputError(f"{path} does not hold a JSON object", "fix the file first")
     return data

@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import email.message
 import json
 import unicodedata
 from collections.abc import Iterable
@@ -72,6 +73,14 @@ class GuardMiddleware:
             await _answer(send, 404, "NotFoundError", "no such path", "check the URL")
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if sum(1 for k, _ in scope["headers"] if k.lower() == b"content-type") > 1:
+            # the guard and the routes must read one body type: Starlette's headers take
+            # the first of several, a dict the last, so a second one is refused outright
+            await _answer(
+                send, 400, "InvalidInputError", "the request has more than one Content-Type",
+                "send one Content-Type header (application/json for JSON bodies)",
+            )  # fmt: skip
+            return
         if not path.startswith(_EXEMPT) and not self._keyed(headers):
             refusal = self._browser_refusal(scope, headers)
             if refusal is not None:
@@ -175,8 +184,13 @@ def _control(ch: str) -> bool:
 def _text_problem(body: bytes) -> tuple[str, str] | None:
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None  # not JSON (or too deep for it): the route's own parser answers
+    except (ValueError, UnicodeDecodeError):
+        return None  # not JSON: the route's own parser answers
+    except RecursionError:
+        return (
+            "the JSON body nests deeper than memoryd reads",
+            "send flatter JSON (metadata may nest at most limits.max_metadata_depth levels)",
+        )
     for where, key, text in _strings(data, "body", None):
         if any("\ud800" <= ch <= "\udfff" for ch in text):
             return (
@@ -209,8 +223,19 @@ def _strings(value: Any, where: str, key: str | None) -> Iterable[tuple[str, str
 
 
 def _is_json(headers: dict[str, str]) -> bool:
-    kind = headers.get("content-type", "").split(";")[0].strip().lower()
-    return kind == "application/json" or kind.endswith("+json")
+    """Whether the routes will parse the body as JSON: FastAPI's own rule (its
+    ``get_request_handler``: ``application/json`` or ``application/*+json`` as the
+    email parser reads the header; no Content-Type is not JSON, strict mode), so the
+    check here and the parse there never disagree."""
+    value = headers.get("content-type")
+    if not value:
+        return False
+    message = email.message.Message()
+    message["content-type"] = value
+    if message.get_content_maintype() != "application":
+        return False
+    subtype = message.get_content_subtype()
+    return subtype == "json" or subtype.endswith("+json")
 
 
 async def _buffer(receive: Receive) -> tuple[bytes, Receive]:

@@ -7,10 +7,16 @@ never reaches ``Memory``:
 - ``limits.max_body_bytes``: a declared ``Content-Length`` above it is refused
   at once; a chunked body is counted as it streams and refused when it
   crosses the limit (413, ``LimitExceededError``).
-- ``limits.rate_limit_per_minute`` (0: off): a token bucket per API key (per
-  client address for requests without a valid key), refilled continuously,
-  holding at most ``rate_limit_burst`` requests (default: one minute's worth).
-  Over it: 429 ``RateLimitedError`` with ``Retry-After``.
+- ``limits.rate_limit_per_minute`` (0: off): a token bucket per valid API key
+  (per client address for every request without one: no key, an invalid key,
+  or any key on a keyless server, so a made-up key per request buys no fresh
+  bucket), refilled continuously, holding at most ``rate_limit_burst`` requests
+  (default: one minute's worth). Over it: 429 ``RateLimitedError`` with
+  ``Retry-After``.
+- ``limits.failed_auth_per_minute`` (default 10; keyed servers): each 401 spends
+  one token of the client address's failed-auth bucket; an address whose bucket
+  is empty gets 429 for every request without a valid key until it refills, so
+  keys cannot be guessed at request speed.
 
 Answers use the same JSON shape as every other memoryd error
 (``error``, ``detail``, ``hint``) and say what the limit is.
@@ -46,6 +52,14 @@ class RateLimiter:
         self.clock = clock
         self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, updated)
         self._lock = threading.Lock()
+
+    def wait(self, key: str) -> float:
+        """Seconds until ``key`` has a token again (0.0: it has one); spends nothing."""
+        now = self.clock()
+        with self._lock:
+            tokens, updated = self._buckets.get(key, (self.capacity, now))
+        tokens = min(self.capacity, tokens + (now - updated) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
 
     def take(self, key: str) -> float:
         """Spend one token for ``key``; 0.0 if allowed, else seconds until one is free."""
@@ -85,14 +99,26 @@ class LimitsMiddleware:
             if limits.rate_limit_per_minute > 0
             else None
         )
+        self.failed = (
+            RateLimiter(limits.failed_auth_per_minute, clock=clock)
+            if limits.failed_auth_per_minute > 0 and settings.auth.keys
+            else None
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
+        key, address = self._caller(scope)
+        if self.failed is not None and key is None and not path.startswith(EXEMPT_PREFIXES):
+            wait = self.failed.wait(address)
+            if wait > 0:
+                await _answer(send, _failed_auth_error(self.settings, wait), retry_after=wait)
+                return
+            send = self._counting_refusals(send, address)
         if self.limiter is not None and not path.startswith(EXEMPT_PREFIXES):
-            wait = self.limiter.take(self._caller(scope))
+            wait = self.limiter.take(key or address)
             if wait > 0:
                 await _answer(send, _rate_error(self.settings, wait), retry_after=wait)
                 return
@@ -135,18 +161,36 @@ class LimitsMiddleware:
         if overflow and not answered and not forwarded:
             await _answer(send, _body_error(self.max_body, None))
 
-    def _caller(self, scope: Scope) -> str:
-        """The bucket key: a digest of the presented key (never the key itself),
-        or the client address when no key is presented."""
+    def _caller(self, scope: Scope) -> tuple[str | None, str]:
+        """(a digest of the presented key when it is a valid one, never the key itself;
+        the client address). Only a key the server knows earns a bucket of its own:
+        an invalid key, or any key on a keyless server, counts against the address."""
         from starlette.requests import Request
 
-        from memoryd.access import token_from
+        from memoryd.access import AuthenticationError, authenticate, token_from
 
-        token = token_from(Request(scope))
-        if token:
-            return "key:" + hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
         client = scope.get("client")
-        return f"addr:{client[0] if client else '?'}"
+        address = f"addr:{client[0] if client else '?'}"
+        token = token_from(Request(scope))
+        if not token or not self.settings.auth.keys:
+            return None, address
+        try:
+            authenticate(self.settings, token)
+        except AuthenticationError:
+            return None, address
+        return "key:" + hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest(), address
+
+    def _counting_refusals(self, send: Send, address: str) -> Send:
+        """``send``, spending a failed-auth token of ``address`` when the answer is 401."""
+        failed = self.failed
+        assert failed is not None
+
+        async def counting(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                failed.take(address)
+            await send(message)
+
+        return counting
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -176,6 +220,16 @@ def _rate_error(settings: Settings, wait: float) -> RateLimitedError:
         f"per minute (bursts of up to {burst}, limits.rate_limit_per_minute)",
         f"retry after {math.ceil(wait)} s, spread requests out, or raise "
         "MEMORYD_LIMITS__RATE_LIMIT_PER_MINUTE",
+    )
+
+
+def _failed_auth_error(settings: Settings, wait: float) -> RateLimitedError:
+    per_minute = settings.limits.failed_auth_per_minute
+    return RateLimitedError(
+        f"too many requests with a missing or invalid API key from this address: the limit "
+        f"is {per_minute} refused keys per minute (limits.failed_auth_per_minute)",
+        f"check the key in your client configuration and retry after {math.ceil(wait)} s, "
+        "or raise MEMORYD_LIMITS__FAILED_AUTH_PER_MINUTE",
     )
 
 

@@ -132,12 +132,16 @@ class Query:
         for name, low, high in (("top_k", 1, 100), ("page", 1, 100_000)):
             value = raw.get(name, "")
             if value:
-                if not value.isdigit() or not low <= int(value) <= high:
+                try:  # not str.isdigit(): "²" is a digit to it, and int() refuses it
+                    number = int(value) if value.isascii() else None
+                except ValueError:
+                    number = None
+                if number is None or not low <= number <= high:
                     raise InvalidInputError(
                         f"{name} must be a whole number from {low} to {high}, not {value!r}",
                         f"pick a {name} between {low} and {high}",
                     )
-                setattr(query, name, int(value))
+                setattr(query, name, number)
         if query.tier and query.tier not in TIERS:
             raise InvalidInputError(
                 f"unknown tier {query.tier!r}", f"use one of {', '.join(TIERS)} or leave it empty"

@@ -95,6 +95,8 @@ def _json_arg(raw: str | None, flag: str, kind: type, example: str) -> Any:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         usage(f"{flag} is not valid JSON: {exc}")
+    except RecursionError:
+        usage(f"{flag} nests JSON deeper than memoryd reads: flatten it")
     if not isinstance(value, kind):
         usage(f"{flag} must be a JSON {'object' if kind is dict else 'list'}, e.g. '{example}'")
     return value

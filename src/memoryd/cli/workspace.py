@@ -213,6 +213,8 @@ def _json(text: str, what: str, hint: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{what}: {exc}", hint) from None
+    except RecursionError:
+        raise InvalidInputError(f"{what}: nested deeper than memoryd reads", hint) from None
 
 
 def session_end(

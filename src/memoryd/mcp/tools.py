@@ -129,7 +129,7 @@ class MemoryTools:
         category: Annotated[FilterCategory | None, Field(description="only this category")] = None,
         tier: Annotated[Tier | None, Field(description="only long_term or short_term")] = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        offset: Annotated[int, Field(ge=0, le=2**62)] = 0,  # SQLite integers are 64-bit
     ) -> dict[str, Any]:
         """List remembered facts, newest first (not a search: use memory_search to find
         something; Markdown file excerpts are not listed, read them with memory_get). Useful to review what is remembered in a category, e.g. every

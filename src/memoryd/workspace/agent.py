@@ -19,6 +19,7 @@ from memoryd.pipelines import commitments as follow_ups
 from memoryd.pipelines.backfill import BackfillReport, RollbackReport, rem_backfill
 from memoryd.pipelines.commitments import Commitment
 from memoryd.pipelines.diary import DiaryResult, capture
+from memoryd.validate import check_encodable, check_messages
 from memoryd.workspace.context import SessionContext, build_context
 from memoryd.workspace.files import FileSlice, memory_get
 from memoryd.workspace.indexer import IndexReport, index_workspace
@@ -69,6 +70,7 @@ class AgentFiles:
         self, notes: str | Sequence[str] | None = None, *, messages: Sequence[Any] | None = None
     ) -> FlushResult:
         """Durable notes (or what a compacted conversation adds) into today's diary."""
+        self._check_input(notes=notes, messages=messages)
         return flush(self.memory, self.workspace, notes, messages=messages)
 
     def diary(
@@ -82,6 +84,9 @@ class AgentFiles:
     ) -> DiaryResult:
         """A finished turn as a ``## HH:MM`` section of today's diary (the day of ``at``
         for a replayed turn); noise and a repeated ``turn_id`` are not written."""
+        self._check_input(
+            messages=messages, session_id=session_id, turn_id=turn_id, channel=channel
+        )
         return capture(
             self.memory, agent_id=self.agent_id, messages=messages, session_id=session_id,
             turn_id=turn_id, workspace=self.workspace.root, at=at, channel=channel,
@@ -91,9 +96,16 @@ class AgentFiles:
         self, messages: Sequence[Any], *, session_id: str | None = None, limit: int | None = None
     ) -> SessionNote:
         """A session's last messages as ``memory/YYYY-MM-DD-<slug>.md``, indexed."""
+        self._check_input(messages=messages, session_id=session_id)
         return write_session_note(
             self.memory, self.workspace, messages, session_id=session_id, limit=limit
         )
+
+    def _check_input(self, **given: Any) -> None:
+        """What every face sends into the files: a bounded count of messages and text a
+        file can hold, refused (413/422) before anything is opened for writing."""
+        check_messages(given.get("messages"), self.memory.settings.limits)
+        check_encodable(given, "body")
 
     def backfill(self, **how: Any) -> BackfillReport | RollbackReport:
         """Replay old diary days into DREAMS.md (or roll back what backfills added)."""

@@ -32,7 +32,7 @@ def read_config(openclaw_dir: Path) -> dict[str, Any]:
         data = json5.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         log.warning("ignoring %s: %s", path, exc)
         return {}
     return data if isinstance(data, dict) else {}
