@@ -315,3 +315,63 @@ def test_a_json_body_nested_too_deep_is_422(client: httpx.Client, memory: Memory
     r = client.post("/memory/add", content=body, headers=JSON)
     assert r.status_code == 422 and "nests deeper" in r.json()["detail"], r.text
     assert _count(memory) == 0
+
+
+# -- /health and the access log ----------------------------------------------------------------
+
+
+def test_health_without_a_valid_key_says_only_that_it_is_up(memory: Memory, live_server) -> None:  # type: ignore[no-untyped-def]
+    memory.add("a fact of alice's", user_id="alice", infer=False)
+    memory.settings.auth.keys = [
+        ApiKey(name="a", key=SecretStr("key-a"), users=["alice"]),
+        ApiKey(name="root", key=SecretStr("key-root"), admin=True),
+    ]
+    with (
+        live_server(create_app(memory=memory)) as server,
+        httpx.Client(base_url=server.url, timeout=30) as c,
+    ):
+        assert c.get("/health").json() == {"status": "ok"}
+        assert c.get("/health", headers={"X-API-Key": "wrong"}).json() == {"status": "ok"}
+        scoped = c.get("/health", headers={"X-API-Key": "key-a"}).json()
+        assert scoped["status"] == "ok" and "model" in scoped and "counts" not in scoped
+        admin = c.get("/health", headers={"X-API-Key": "key-root"}).json()
+        assert admin["counts"]["active"] == 1
+
+
+def test_the_access_log_keeps_the_path_not_the_query(memory: Memory) -> None:
+    import logging
+    import threading
+    import time
+
+    import uvicorn
+
+    from tests.conftest import free_port
+
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    app = create_app(memory=memory)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="info"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    access = logging.getLogger("uvicorn.access")
+    keep = Keep()
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.02)
+        access.addHandler(keep)
+        r = httpx.get(f"http://127.0.0.1:{port}/memory/list?user_id=secret-user-name")
+        assert r.status_code == 200
+        deadline = time.monotonic() + 10  # the line is written after the answer is sent
+        while not any("/memory/list" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        access.removeHandler(keep)
+        server.should_exit = True
+        thread.join(10)
+    assert any("/memory/list" in line for line in lines), lines
+    assert not any("secret-user-name" in line for line in lines), lines

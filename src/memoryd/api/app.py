@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware.cors import CORSMiddleware
 
 import memoryd
+from memoryd.access import AuthenticationError, authenticate, token_from
 from memoryd.api.guard import GuardMiddleware
 from memoryd.api.limits import LimitsMiddleware
 from memoryd.api.routes_diary import router as diary_router
@@ -35,6 +37,7 @@ from memoryd.workspace.watcher import watching as watch_workspaces
 def create_app(settings: Settings | None = None, memory: Memory | None = None) -> FastAPI:
     settings = settings or (memory.settings if memory else Settings())
     mem = memory or Memory(settings)
+    log_paths_only()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -91,16 +94,24 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
         )
 
     @app.get("/health")
-    async def health() -> dict[str, Any]:
-        counts = await run_in_threadpool(lambda: mem.store.counts_by("state", _all_states()))
-        return {
+    async def health(request: Request) -> dict[str, Any]:
+        """Liveness for anyone; what runs for a valid key; how many memories (every
+        user's) for an admin key or the keyless loopback server."""
+        try:
+            caller = authenticate(mem.settings, token_from(request))
+        except AuthenticationError:
+            return {"status": "ok"}
+        answer: dict[str, Any] = {
             "status": "ok",
             "version": memoryd.__version__,
             "store": mem.store.url.split("://")[0] if "://" in mem.store.url else "sqlite",
             "model": mem.embedder.name,
             "llm": mem.llm.name if mem.llm else "none (offline extraction)",
-            "counts": counts,
         }
+        if caller.admin:
+            states = _all_states()
+            answer["counts"] = await run_in_threadpool(mem.store.counts_by, "state", states)
+        return answer
 
     app.include_router(memory_router)  # /memory/* (the seed's routes) and mem0's /memories
     app.include_router(diary_router)
@@ -112,6 +123,25 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
     mount_mcp(app, mem)
     app.include_router(ui_router)  # the dashboard at /ui
     return app
+
+
+class PathOnly(logging.Filter):
+    """uvicorn's access log line with the path only: a query string carries search
+    text and ids (``/memory/list?user_id=...``), which the log must not keep."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
+            record.args = (args[0], args[1], args[2].split("?", 1)[0], args[3], args[4])
+        return True
+
+
+def log_paths_only() -> None:
+    """Put :class:`PathOnly` on ``uvicorn.access`` once (uvicorn's log config keeps
+    a logger's filters)."""
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, PathOnly) for f in access.filters):
+        access.addFilter(PathOnly())
 
 
 def is_loopback(host: str) -> bool:
