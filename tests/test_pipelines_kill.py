@@ -130,3 +130,107 @@ def test_dream_killed_anywhere_then_rerun_equals_an_uninterrupted_run(
                   agent_id=agent)  # fmt: skip
         assert run_pipeline(m, "digest").status == "ok"
     _kill_trials(template, tmp_path, "dream", "2026-03-28T02:00:00+00:00", embedder, seed=seed)
+
+
+# -- a killed run's lock dies with it -----------------------------------------------------------
+
+_HANG_CHILD = """
+import sys, time
+from pathlib import Path
+from memoryd.core import Memory
+from memoryd.pipelines import registry
+from memoryd.pipelines.registry import PipelineSpec, RunResult
+from memoryd.pipelines.runs import run_pipeline
+from tests.pipelines_kit import FixedClock, pipeline_settings
+
+def hang(ctx):
+    print("running", flush=True)
+    time.sleep(600)
+    return RunResult()
+
+registry.register(PipelineSpec("test-hang", hang, "0 4 * * *", "hangs until killed"))
+settings = pipeline_settings(Path(sys.argv[1]))
+settings.pipelines.lock_ttl_s = 3600.0  # the default: a lease would hold for an hour
+with Memory(settings, clock=FixedClock("2026-03-27T23:00:00+00:00")) as mem:
+    run_pipeline(mem, "test-hang")
+"""
+
+
+def _quick(ctx: Any) -> Any:
+    from memoryd.pipelines.registry import RunResult
+
+    return RunResult()
+
+
+def test_a_run_killed_with_sigkill_holds_no_lock_and_is_marked_interrupted(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    import subprocess
+    import sys
+
+    from memoryd.pipelines import registry
+    from memoryd.pipelines.registry import PipelineSpec
+
+    home = tmp_path / "home"
+    settings = pipeline_settings(home)
+    settings.pipelines.lock_ttl_s = 3600.0
+    assert settings.pipelines.lock_ttl_s == type(settings.pipelines)().lock_ttl_s
+    registry.register(PipelineSpec("test-hang", _quick, "0 4 * * *", "returns at once"))
+    root = Path(__file__).resolve().parent.parent
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HANG_CHILD, str(home)], stdout=subprocess.PIPE, text=True,
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "running"
+        with Memory(
+            settings, embedder=embedder, clock=FixedClock("2026-03-27T23:30:00+00:00")
+        ) as m:
+            (held,) = list_runs(m, name="test-hang")
+            assert held.status == "running" and held.pid == child.pid and held.host
+            busy = run_pipeline(m, "test-hang")  # the live child holds the lock
+            assert busy.status == "skipped", busy
+            child.kill()  # SIGKILL: no cleanup runs in the child
+            child.wait()
+            # seen as dead at once, before any new run; and the next run is not skipped
+            killed = [r for r in list_runs(m, name="test-hang") if r.run_id == held.run_id]
+            assert killed[0].status == "interrupted", killed
+            rerun = run_pipeline(m, "test-hang")
+            assert rerun.status == "ok", rerun.error
+    finally:
+        registry.unregister("test-hang")
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_a_zombie_owner_counts_as_dead(tmp_path: Path, embedder: Embedder) -> None:
+    """Killed but not yet reaped by its parent: its lock is gone, its run is over."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    settings = pipeline_settings(home)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        with Memory(
+            settings, embedder=embedder, clock=FixedClock("2026-03-27T23:30:00+00:00")
+        ) as m:
+            import socket
+
+            from memoryd.pipelines.runs import RUNS_KEY
+
+            stale = {"name": "digest", "run_id": "digest-zombie", "agent": None,
+                     "started_at": "2026-03-27T23:00:00+00:00", "status": "running",
+                     "host": socket.gethostname(), "pid": child.pid}  # fmt: skip
+            m.store.kv_set(RUNS_KEY, [stale])
+            assert list_runs(m)[0].status == "running"  # alive
+            os.kill(child.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while list_runs(m)[0].status == "running":  # a zombie until we wait() below
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            assert list_runs(m)[0].status == "interrupted"
+    finally:
+        child.kill()
+        child.wait()

@@ -15,13 +15,18 @@ pipelines`` and ``GET /v1/pipelines`` read::
 ``status`` is ``running``, ``ok``, ``partial`` (some agents failed, the others
 ran through: ``errors`` has one ``agent NAME: ...`` line per failed agent),
 ``error``, ``skipped`` (another process held the lock) or ``interrupted`` (the
-process died: found still ``running`` by the next run that got the lock). ``pipelines:last`` maps each pipeline to the start of its
+process died: found still ``running`` by the next run that got the lock, or by any
+listing on the same host once its ``pid`` is gone). The lock dies with its process
+(see ``Store.run_lock``), so a run killed with ``kill -9`` never blocks the next
+one. ``pipelines:last`` maps each pipeline to the start of its
 last real (not dry) run, which the scheduler uses to catch up missed runs.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -51,6 +56,8 @@ class RunRecord:
     error: str | None = None
     dry_run: bool = False
     trigger: str = "manual"  # manual | schedule | catch-up
+    host: str | None = None  # where the run's process runs, and its pid: a ``running``
+    pid: int | None = None  # record whose process is gone on this host was interrupted
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,6 +111,8 @@ def run_pipeline(
         started_at=clock().isoformat(),
         dry_run=dry_run,
         trigger=trigger,
+        host=socket.gethostname(),
+        pid=os.getpid(),
     )
     store = memory.store
     log = logging.getLogger(f"memoryd.pipelines.{name}")
@@ -175,7 +184,7 @@ def save_run(memory: Memory, record: RunRecord) -> None:
 
 def list_runs(memory: Memory, *, name: str | None = None, limit: int = 50) -> list[RunRecord]:
     """Recorded runs, newest first."""
-    stored = memory.store.kv_get(RUNS_KEY) or []
+    stored = _reap(memory, memory.store.kv_get(RUNS_KEY) or [])
     runs = [
         (RunRecord.from_dict(r), n)
         for n, r in enumerate(stored)
@@ -188,7 +197,7 @@ def list_runs(memory: Memory, *, name: str | None = None, limit: int = 50) -> li
 
 
 def get_run(memory: Memory, run_id: str) -> RunRecord | None:
-    for r in memory.store.kv_get(RUNS_KEY) or []:
+    for r in _reap(memory, memory.store.kv_get(RUNS_KEY) or []):
         if isinstance(r, dict) and r.get("run_id") == run_id:
             return RunRecord.from_dict(r)
     return None
@@ -205,6 +214,45 @@ def _set_last(memory: Memory, name: str, started_at: str) -> None:
         last = last_started(memory)
         last[name] = started_at
         memory.store.kv_set(LAST_KEY, last)
+
+
+def _owner_gone(run: Any) -> bool:
+    """A ``running`` record whose process, on this host, no longer exists."""
+    if not isinstance(run, dict) or run.get("status") != "running":
+        return False
+    pid = run.get("pid")
+    if run.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return False  # another host's run (its next run there marks it), or an old record
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Killed but not yet reaped by its parent: dead for our purpose (Linux's /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _reap(memory: Memory, stored: list[Any]) -> list[Any]:
+    """``stored`` with the runs whose process died marked ``interrupted`` (and saved)."""
+    if not any(_owner_gone(r) for r in stored):
+        return stored
+    with memory.store.atomic():
+        runs = memory.store.kv_get(RUNS_KEY) or []
+        for r in runs:
+            if _owner_gone(r):
+                r["status"] = "interrupted"
+                r["error"] = r.get("error") or "the process ended before the run finished"
+        memory.store.kv_set(RUNS_KEY, runs)
+    return list(runs)
 
 
 def _mark_interrupted(memory: Memory, name: str) -> None:

@@ -128,8 +128,9 @@ class Store(Protocol):
         """Yield True if this caller holds lock ``name`` for the block, False if another
         handle (in any process) holds it. For "exactly one server runs this job".
 
-        A holder that dies releases it (PostgreSQL: with its session; SQLite: after
-        ``ttl_s`` seconds, so make that longer than the job). Take it outside ``atomic()``.
+        A holder that dies releases it (PostgreSQL: with its session; an SQLite file:
+        with its process, an OS file lock; only an in-memory SQLite store, or one on a
+        system without ``fcntl``, waits ``ttl_s`` seconds). Take it outside ``atomic()``.
         """
         ...
 

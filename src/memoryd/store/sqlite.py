@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import builtins
+import hashlib
 import json
 import logging
+import os
 import random
 import sqlite3
 import threading
@@ -27,6 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+try:  # run locks the kernel releases when their process dies (POSIX)
+    import fcntl
+except ImportError:  # Windows: the lease row in ``locks``
+    fcntl = None  # type: ignore[assignment]
 
 from memoryd.errors import InvalidInputError, StoreError
 from memoryd.models import Filters, MemoryRecord, RankFacts
@@ -348,10 +355,17 @@ class SQLiteStore(SQLStore):
     def run_lock(self, name: str, ttl_s: float = 3600) -> Iterator[bool]:
         """Yield True if this caller holds ``name`` for the block, False if another does.
 
-        A row in ``locks``, taken inside ``BEGIN IMMEDIATE`` so two processes never
-        both win. A holder that crashed cannot release it, so it lapses after
-        ``ttl_s`` seconds: make that longer than the job. Take it outside ``atomic()``.
+        For a database file: ``flock`` on a file beside it (``<db>-locks/``), which the
+        kernel releases when the holder's process ends, ``kill -9`` included, so a
+        crashed run never blocks the next one (``ttl_s`` is not needed). Each call
+        opens its own descriptor, so two handles in one process exclude each other too.
+        An in-memory store (one process) keeps a row in ``locks`` that lapses after
+        ``ttl_s``. Take it outside ``atomic()``.
         """
+        if self.path is not None and fcntl is not None:
+            with self._file_lock(name) as got:
+                yield got
+            return
         owner = uuid.uuid4().hex
         with self._write() as db:
             now = time.time()
@@ -367,6 +381,26 @@ class SQLiteStore(SQLStore):
             if got:
                 with self._write() as db:
                     db.execute("DELETE FROM locks WHERE name=? AND owner=?", (name, owner))
+
+    @contextmanager
+    def _file_lock(self, name: str) -> Iterator[bool]:
+        assert self.path is not None and fcntl is not None
+        folder = self.path.with_name(self.path.name + "-locks")
+        folder.mkdir(exist_ok=True)
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        fd = os.open(folder / f"{digest}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     # -- rows -------------------------------------------------------------------------------
     def _insert_memories(
