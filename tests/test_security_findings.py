@@ -375,3 +375,41 @@ def test_the_access_log_keeps_the_path_not_the_query(memory: Memory) -> None:
         thread.join(10)
     assert any("/memory/list" in line for line in lines), lines
     assert not any("secret-user-name" in line for line in lines), lines
+
+
+# -- reindex changes vectors only ---------------------------------------------------------------
+
+
+class _Reversed:
+    """The real model with its vector's components reversed: another model's vectors."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dim = inner, "reversed-model", inner.dim
+        self.max_tokens = inner.max_tokens
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        return self.inner.embed(texts)[:, ::-1].copy()
+
+    def count_tokens(self, text: str) -> int:
+        return int(self.inner.count_tokens(text))
+
+
+def test_reindex_keeps_updated_at_and_history(settings: Any, embedder: Any, clock: Any) -> None:
+    import numpy as np
+
+    with Memory(settings, embedder=embedder, clock=clock) as mem:
+        [task] = mem.add("Renew the TLS certificate", user_id="u", infer=False)
+        mem.update(task.id, "Renew the TLS certificate of the staging proxy")
+        before = mem.store.get(task.id)
+        history = mem.store.history(task.id)
+    assert before is not None
+    clock.advance(days=60)
+    other = _Reversed(embedder)
+    with Memory(settings, embedder=other, clock=clock, allow_model_change=True) as mem:  # type: ignore[arg-type]
+        assert mem.reindex() == 1
+        after = mem.store.get(task.id)
+        assert after is not None and after.updated_at == before.updated_at
+        assert mem.store.history(task.id) == history
+        vector = mem.store.get_embedding(task.id)
+        expected = other.embed([after.index_text])[0]
+        assert vector is not None and np.allclose(vector, expected, atol=1e-5)

@@ -1097,12 +1097,8 @@ class Memory:
         vectors = self.embed_texts([r.index_text for r in records])  # cached by the build
         for record, vector in zip(records, vectors, strict=True):
             record.embedding = vector
-            self.store.update(
-                record,
-                event=Event.UPDATE,
-                actor="reindex",
-                reason=f"re-embedded with {self.embedder.name}",
-            )
+        # the memories are unchanged: their updated_at (expiry, recency) and history stay
+        self.store.reembed(records)
         return len(records)
 
     def vectors_match(self) -> bool:

@@ -66,6 +66,11 @@ class Store(Protocol):
         """Replace text/metadata/embedding/scope of ``record.id``; history keeps the old."""
         ...
 
+    def reembed(self, records: Sequence[MemoryRecord]) -> None:
+        """Replace only the embedding of each ``record.id`` (model rebuilds): no
+        ``updated_at`` stamp, no history entry; ids no longer stored are skipped."""
+        ...
+
     def set_state(
         self,
         memory_id: str,

@@ -506,6 +506,18 @@ class SQLStore:
             )
         return record
 
+    def reembed(self, records: Sequence[MemoryRecord]) -> None:
+        """Store each record's new ``embedding`` and nothing else of it: a rebuild for
+        another model changes no memory, so ``updated_at`` (what expiry and recency
+        read) and history stay as they were (``update`` would stamp both)."""
+        with self._write() as conn:
+            for record in records:
+                current = self._get_for_update(conn, record.id)
+                if current is None:
+                    continue  # deleted since it was read: nothing to re-embed
+                current.embedding = record.embedding
+                self._rewrite(conn, current)
+
     def set_state(
         self,
         memory_id: str,
