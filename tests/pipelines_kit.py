@@ -11,8 +11,9 @@ from typing import Any
 
 from memoryd.core import Memory
 from memoryd.models import Filters
-from memoryd.settings import Settings
+from memoryd.settings import Settings, WorkspaceSettings
 from memoryd.workspace.files import append_section
+from memoryd.workspace.safefs import WorkspaceFS
 
 
 class FixedClock:
@@ -75,7 +76,12 @@ def workspace(settings: Settings, agent: str) -> Path:
 def write_section(root: Path, day: str, hhmm: str, lines: list[str]) -> None:
     """Append a ``## HH:MM`` section to ``memory/<day>.md`` the way diary capture does."""
     body = "\n".join(f"- {line}" for line in lines)
-    append_section(root / "memory" / f"{day}.md", f"## {hhmm}\n{body}\n", header=f"# {day}")
+    append_section(
+        root / "memory" / f"{day}.md",
+        f"## {hhmm}\n{body}\n",
+        fs=WorkspaceFS.of(root, WorkspaceSettings()),
+        header=f"# {day}",
+    )
 
 
 def snapshot(memory: Memory) -> set[tuple[Any, ...]]:

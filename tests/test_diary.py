@@ -11,8 +11,9 @@ import pytest
 
 from memoryd import InvalidInputError, Memory, PermissionDeniedError
 from memoryd.pipelines import diary
-from memoryd.settings import DiarySettings
+from memoryd.settings import DiarySettings, WorkspaceSettings
 from memoryd.workspace.files import append_section
+from memoryd.workspace.safefs import WorkspaceFS
 
 
 @pytest.fixture(autouse=True)
@@ -211,7 +212,12 @@ def test_concurrent_captures_from_threads_never_interleave(memory: Memory, tmp_p
 def _append_many(path: str, worker: int, count: int) -> None:
     for k in range(count):
         lines = "\n".join(f"  w{worker} k{k} line {i}" for i in range(60))
-        append_section(Path(path), f"## w{worker} k{k}\n{lines}\n", header="# day")
+        append_section(
+            Path(path),
+            f"## w{worker} k{k}\n{lines}\n",
+            fs=WorkspaceFS.of(Path(path).parent, WorkspaceSettings()),
+            header="# day",
+        )
 
 
 def test_concurrent_appends_from_processes_never_interleave_and_readers_see_whole_sections(

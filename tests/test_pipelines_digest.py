@@ -187,6 +187,8 @@ def test_a_run_cut_short_is_finished_as_planned_even_below_the_threshold(
     from memoryd.pipelines.digest import _run_batches, target_key
     from memoryd.pipelines.registry import PipelineContext, RunResult
     from memoryd.pipelines.sections import batches, read_from, split_sections
+    from memoryd.settings import WorkspaceSettings
+    from memoryd.workspace.safefs import WorkspaceFS
 
     now = f"{DAY}T23:00:00+00:00"
     homes = []
@@ -199,7 +201,7 @@ def test_a_run_cut_short_is_finished_as_planned_even_below_the_threshold(
         expected = snapshot(mem)
     with Memory(homes[1], embedder=embedder, clock=FixedClock(now)) as mem:
         ws = workspace(homes[1], "alpha")
-        full = read_from(ws / "memory" / f"{DAY}.md", 0)
+        full = read_from(ws / "memory" / f"{DAY}.md", 0, WorkspaceFS.of(ws, WorkspaceSettings()))
         sections = split_sections(full)
         first = batches(sections, 1_000)[0]
         assert len(full) - first.end < 500  # what is left alone would wait for more

@@ -10,7 +10,7 @@ import pytest
 
 from memoryd.atomic import replace_bytes
 from memoryd.errors import InvalidInputError, LimitExceededError, PermissionDeniedError
-from memoryd.settings import Settings
+from memoryd.settings import Settings, WorkspaceSettings
 from memoryd.workspace import Workspace, resolve_workspace
 from memoryd.workspace.bootstrap import init_workspace
 from memoryd.workspace.files import (
@@ -20,6 +20,11 @@ from memoryd.workspace.files import (
     create_exclusive,
     memory_get,
 )
+from memoryd.workspace.safefs import WorkspaceFS
+
+
+def _fs(root: Path) -> WorkspaceFS:
+    return WorkspaceFS.of(root, WorkspaceSettings())
 
 
 @pytest.fixture
@@ -91,7 +96,7 @@ def test_bad_ranges_say_what_to_do(ws: Workspace) -> None:
 def _append_many(path: str, writer: int, count: int) -> None:
     for i in range(count):
         block = "\n".join(f"w{writer} entry {i} line {j} " + "x" * 200 for j in range(20))
-        append_atomic(Path(path), f"## w{writer}-{i}\n{block}\n")
+        append_atomic(Path(path), f"## w{writer}-{i}\n{block}\n", fs=_fs(Path(path).parent))
 
 
 def _check_blocks(path: Path, writers: int, count: int) -> None:
@@ -131,9 +136,9 @@ def test_concurrent_appends_from_processes_never_interleave(tmp_path: Path) -> N
 
 def test_new_files_appear_whole_and_are_never_replaced(tmp_path: Path) -> None:
     target = tmp_path / "memory" / "2026-03-27-redis.md"
-    create_exclusive(target, "first\n")
+    create_exclusive(target, "first\n", fs=_fs(tmp_path))
     with pytest.raises(FileExistsError):
-        create_exclusive(target, "second\n")
+        create_exclusive(target, "second\n", fs=_fs(tmp_path))
     assert target.read_text() == "first\n"
     assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temp file left
 
@@ -145,9 +150,11 @@ def test_an_append_waiting_while_the_file_is_replaced_lands_in_the_new_file(
     the lock must append to the new file, not to the replaced one (lost with it)."""
     path = tmp_path / "DREAMS.md"
     path.write_text("# Dreams\n\nold block\n")
-    with LockedDiary(path) as held:
+    with LockedDiary(path, fs=_fs(tmp_path)) as held:
         assert held.read() == b"# Dreams\n\nold block\n"
-        waiting = threading.Thread(target=append_section, args=(path, "## later\n"))
+        waiting = threading.Thread(
+            target=append_section, args=(path, "## later\n"), kwargs={"fs": _fs(tmp_path)}
+        )
         waiting.start()
         waiting.join(timeout=0.3)
         assert waiting.is_alive()  # blocked on the lock

@@ -6,17 +6,17 @@ snapshot, agent configs) is written to a hidden temporary file in the same
 folder (hidden: the workspace indexer and watcher never pick it up), fsync-ed,
 renamed over the target, and the folder fsync-ed so the rename survives a
 power cut. A failure leaves the target as it was and no temporary file behind.
-:func:`sync_folder` keeps a folder of generated files (``memory/structured/``,
-the wiki) equal to what its generator wants, rewriting only what changed.
+Files under an agent workspace are written through :mod:`memoryd.workspace.safefs`,
+which opens their folder without leaving the workspace and calls
+:func:`replacing_at` / :func:`create_at` on it.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,80 +25,65 @@ from typing import BinaryIO
 def replacing(path: Path, *, mode: int | None = None) -> Iterator[BinaryIO]:
     """``with replacing(path) as f: f.write(...)``: ``path`` becomes what was written
     when the block ends without an error. ``mode`` defaults to the file's current
-    permissions (0644 for a new file)."""
+    permissions (0644 for a new file). For memoryd's own files (the index snapshot,
+    agent configs); a file under an agent workspace goes through
+    :mod:`memoryd.workspace.safefs`, which opens the folder without leaving the workspace."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         try:
             mode = path.stat().st_mode & 0o777
         except FileNotFoundError:
             mode = 0o644
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with replacing_at(dir_fd, path.name, mode=mode) as out:
+            yield out
+    finally:
+        os.close(dir_fd)
+
+
+@contextmanager
+def replacing_at(dir_fd: int, name: str, *, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """:func:`replacing` for the entry ``name`` of an open folder: the temporary file is
+    created in that folder (never through a symlink) and renamed over ``name`` there,
+    so the write lands in the folder the descriptor holds, whatever its path now is."""
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as out:
             yield out
             out.flush()
+            os.fchmod(out.fileno(), mode)  # the umask may have narrowed it
             os.fsync(out.fileno())
-        os.chmod(tmp, mode)  # the umask may have narrowed it
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    os.fsync(dir_fd)  # the rename survives a power cut
+
+
+def create_at(dir_fd: int, name: str, data: bytes) -> None:
+    """A new entry ``name`` in an open folder that appears complete or not at all, never
+    replacing one: written to a hidden temporary file, fsync-ed, then hard-linked to
+    ``name`` (``FileExistsError`` if ``name`` exists, a symlink included)."""
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
     try:
-        os.fsync(dir_fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     finally:
-        os.close(dir_fd)
+        os.unlink(tmp, dir_fd=dir_fd)
+    os.fsync(dir_fd)
 
 
 def replace_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` (see :func:`replacing`)."""
     with replacing(path, mode=mode) as out:
         out.write(data)
-
-
-@dataclass
-class FolderSync:
-    written: list[str] = field(default_factory=list)  # folder-relative paths
-    removed: list[str] = field(default_factory=list)
-    unchanged: int = 0
-
-
-def sync_folder(
-    folder: Path, wanted: Mapping[str, bytes], marker: str, *, dry_run: bool = False
-) -> FolderSync:
-    """Make the generated files of ``folder`` exactly ``wanted`` (relative path -> bytes).
-
-    A file whose bytes are already right is not rewritten (an unchanged input
-    rewrites nothing); the others are replaced whole. A ``*.md`` directly in
-    ``folder`` that carries ``marker`` in its first 2,000 bytes but is not wanted
-    any more is removed; a file without the marker is a person's and is left alone."""
-    done = FolderSync()
-    for rel, data in wanted.items():
-        path = folder / rel
-        try:
-            same = path.read_bytes() == data
-        except OSError:
-            same = False
-        if same:
-            done.unchanged += 1
-            continue
-        done.written.append(rel)
-        if not dry_run:
-            replace_bytes(path, data)
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.md")):
-            if path.name in wanted or not _carries(path, marker):
-                continue
-            done.removed.append(path.name)
-            if not dry_run:
-                path.unlink()
-    return done
-
-
-def _carries(path: Path, marker: str) -> bool:
-    try:
-        with path.open("rb") as f:
-            return marker.encode() in f.read(2000)
-    except OSError:
-        return False

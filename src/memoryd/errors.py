@@ -50,6 +50,14 @@ class PermissionDeniedError(MemorydError):
     status_code = 403
 
 
+class OutsideWorkspaceError(PermissionDeniedError):
+    """A workspace path leads outside the workspace and the roots the operator allows
+    (``workspace.allowed_roots``): a symlink out, a broken symlink or a symlink loop.
+    memoryd neither reads nor writes through it."""
+
+    status_code = 403
+
+
 class BusyError(MemorydError):
     """Another caller is running the same job on the same scope right now."""
 

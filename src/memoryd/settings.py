@@ -276,6 +276,9 @@ class WorkspaceSettings(BaseModel):
     agents: dict[str, Path] = Field(default_factory=dict)  # agent id -> workspace path
     openclaw_dir: Path = Path("~/.openclaw")
     extra_paths: list[Path] = Field(default_factory=list)  # relative to each workspace, or absolute
+    # folders outside the workspaces that symlinks in a workspace may lead to (read and
+    # written through); any other symlink out is refused (memoryd.workspace.safefs)
+    allowed_roots: list[Path] = Field(default_factory=list)
     user_id: str = "default"  # the user that owns workspace chunks
     timezone: str = "UTC"  # which day "today" is for diaries and session notes
     chunk_tokens: int = Field(default=400, ge=32)  # capped by the embedder's window

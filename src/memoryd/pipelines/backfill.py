@@ -46,7 +46,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memoryd.access import workspace_owner
-from memoryd.atomic import replace_bytes
 from memoryd.core import Memory
 from memoryd.errors import BusyError, InvalidInputError, PermissionDeniedError
 from memoryd.models import Event, Filters, Origin, Source
@@ -248,7 +247,7 @@ def _norm(text: str) -> str:
 def _candidates(memory: Memory, ws: Workspace, file: Path, rel: str, day: date) -> list[Candidate]:
     """One day's durable facts, each with the lines it came from; ``day`` is "today"
     for the extractor, and no other day's text is in its input."""
-    data, text = read_markdown(file, ws.settings.max_file_bytes)
+    data, text = read_markdown(file, ws.settings.max_file_bytes, ws.fs)
     lines = split_lines(text)
     out: list[Candidate] = []
     seen: set[str] = set()
@@ -343,7 +342,7 @@ def _write(
         _save_record(memory, agent, record)
     block = _render(report, agent, f"{now:%Y-%m-%d %H:%M} UTC")
     existed = ws.dreams_file.exists()
-    with LockedDiary(ws.dreams_file, header=HEADER) as dreams:
+    with LockedDiary(ws.dreams_file, fs=ws.fs, header=HEADER) as dreams:
         offset, data = dreams.size, dreams.framed(block)
         run["dreams"] = {
             "offset": offset,
@@ -420,7 +419,7 @@ def _remove_block(ws: Workspace, run: dict[str, Any], report: RollbackReport) ->
     if not path.is_file():
         report.notes.append(f"{run_id}: DREAMS.md is gone; nothing to remove")
         return True
-    with LockedDiary(path) as dreams:
+    with LockedDiary(path, fs=ws.fs) as dreams:
         data = dreams.read()
         start, length = int(info["offset"]), int(info["length"])
         if not _matches(data[start : start + length], info):
@@ -445,10 +444,10 @@ def _remove_block(ws: Workspace, run: dict[str, Any], report: RollbackReport) ->
         if report.dry_run:
             return True
         if info.get("created") and not rest:
-            path.unlink()
+            ws.fs.unlink(path)
             report.dreams_file_removed = True
         else:
-            replace_bytes(path, rest)
+            ws.fs.replace_bytes(path, rest)
     return True
 
 

@@ -206,7 +206,7 @@ def infer(memory: Memory, ws: Workspace, *, dry_run: bool = False) -> dict[str, 
             day = now.date() - timedelta(days=back)
             path = ws.diary_path(day)
             try:
-                data, _ = read_markdown(path, ws.settings.max_file_bytes)
+                data, _ = read_markdown(path, ws.settings.max_file_bytes, ws.fs)
             except SkippedFile:
                 continue
             for section in split_sections(data):

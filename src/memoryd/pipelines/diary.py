@@ -19,7 +19,6 @@ written as an indented list item, so no line of a message can start a new
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import re
@@ -31,11 +30,12 @@ from typing import Any
 
 from memoryd.conversation import message_text
 from memoryd.core import Memory
-from memoryd.errors import InvalidInputError, PermissionDeniedError
+from memoryd.errors import InvalidInputError
 from memoryd.settings import DiarySettings
 from memoryd.validate import check_id
 from memoryd.workspace.files import LockedDiary
 from memoryd.workspace.layout import diary_path, local_now, resolve_workspace
+from memoryd.workspace.safefs import WorkspaceFS
 
 # Roles that carry conversation; everything else (tool results, system) is tool chatter.
 _CONVERSATION_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
@@ -286,7 +286,7 @@ def capture(
     now = local_now(memory.settings.workspace, (lambda: at) if at else memory.clock)
     root = workspace or resolve_workspace(memory.settings, agent_id, memory.store).root
     path = diary_path(root, now.date())
-    _check_inside(root, path)
+    fs = WorkspaceFS.of(root, memory.settings.workspace)  # refuses a symlink out of root
     result = DiaryResult(
         agent_id=agent_id,
         path=path.relative_to(root).as_posix(),
@@ -301,7 +301,7 @@ def capture(
         return result
     seen_key = f"diary:turns:{agent_id}:{result.date}"
     section = render_section(now, session_id, kept, channel)
-    with LockedDiary(path, header=f"# {result.date}") as diary:
+    with LockedDiary(path, fs=fs, header=f"# {result.date}") as diary:
         seen: list[str] = list(memory.store.kv_get(seen_key) or []) if turn_id else []
         if turn_id is not None and turn_id in seen:
             result.reason = "duplicate"
@@ -311,19 +311,3 @@ def capture(
         if turn_id is not None:
             memory.store.kv_set(seen_key, [*seen[-(settings.remember_turns - 1) :], turn_id])
     return result
-
-
-def _check_inside(root: Path, path: Path) -> None:
-    """Refuse a diary path that resolves outside the workspace (a symlinked memory/)."""
-    base = root.resolve()
-    try:
-        resolved = path.resolve()
-    except OSError as exc:  # a symlink loop
-        if exc.errno != errno.ELOOP:
-            raise
-        resolved = path
-    if not resolved.is_relative_to(base) or (path.exists() and path.is_symlink()):
-        raise PermissionDeniedError(
-            f"the diary {path} resolves outside the workspace {root}",
-            "replace the symlinked memory/ directory or diary file with a real one",
-        )

@@ -96,7 +96,7 @@ def digest_diary(
     s = ctx.settings.digest
     offset = int(store.kv_get(offset_key(ws.agent_id, day)) or 0)
     planned = int(store.kv_get(target_key(ws.agent_id, day)) or 0)
-    full = read_from(path, 0)
+    full = read_from(path, 0, ws.fs)
     rel = ws.rel(path)
     if len(full) < max(offset, planned):
         result.note(f"{ws.agent_id}: {rel} shrank below the digested offset; reading it again")

@@ -181,7 +181,7 @@ def _step1(ctx: PipelineContext, ws: Workspace, d: AgentDream, last_done: object
         path = ws.diary_path(day)
         if not path.is_file():
             continue
-        full = read_from(path, 0)
+        full = read_from(path, 0, ws.fs)
         d.days.append(day.isoformat())
         d.diary_bytes += len(full)
         rel = ws.rel(path)

@@ -136,7 +136,7 @@ def render_report(d: AgentDream) -> str:
 
 
 def write_report(d: AgentDream, ws: Workspace) -> None:
-    append_section(ws.dreams_file, render_report(d), header=HEADER)
+    append_section(ws.dreams_file, render_report(d), fs=ws.fs, header=HEADER)
 
 
 def audit_dream(settings: Settings, d: AgentDream) -> None:
@@ -174,5 +174,6 @@ def write_rollback_note(memory: Memory, run_id: str, agents: list[str], undone: 
             f"{undone.restored} deletions restored"
             + (f"; {len(undone.skipped)} changed again since, left alone" if undone.skipped else "")
             + "\n",
+            fs=ws.fs,
             header=HEADER,
         )

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memoryd.atomic import replace_bytes
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, State
 from memoryd.pipelines.registry import PipelineContext, RunResult
@@ -135,11 +134,11 @@ def write_index(memory: Memory, ws: Workspace, *, dry_run: bool = False) -> Inde
     path = index_path(ws)
     data = text.encode("utf-8")
     try:
-        changed = path.read_bytes() != data
+        changed = ws.fs.read_bytes(path) != data
     except FileNotFoundError:
         changed = True
     if changed and not dry_run:
-        replace_atomic(path, data)
+        ws.fs.replace_bytes(path, data)
     return IndexResult(path, changed, len(data))
 
 
@@ -152,8 +151,3 @@ def refresh_indexes(ctx: PipelineContext, result: RunResult, agents: Iterable[st
             result.count("would_update_index" if ctx.dry_run else "index_updated")
 
     ctx.each(result, agents, refresh, label="agent {}: memory/INDEX.md".format)
-
-
-def replace_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the new one, whole."""
-    replace_bytes(path, data)

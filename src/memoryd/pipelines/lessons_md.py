@@ -21,9 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd.settings import WorkspaceSettings
 from memoryd.store import Store
 from memoryd.workspace.files import append_atomic
 from memoryd.workspace.layout import Workspace
+from memoryd.workspace.safefs import WorkspaceFS
 
 LESSONS_FILE = "lessons.md"
 HEADER = (
@@ -66,8 +68,11 @@ def journal(store: Store, pipeline: str, blocks: Sequence[PendingBlock]) -> None
         store.kv_set(_key(pipeline), pending)
 
 
-def flush(store: Store, pipeline: str) -> int:
-    """Append every pending block that is not in its file yet; return how many were."""
+def flush(store: Store, pipeline: str, workspace: WorkspaceSettings | None = None) -> int:
+    """Append every pending block that is not in its file yet; return how many were.
+
+    Each file is ``<workspace>/memory/lessons.md``, written without leaving that
+    workspace (and ``workspace.allowed_roots`` when ``workspace`` settings are given)."""
     pending = list(store.kv_get(_key(pipeline)) or [])
     if not pending:
         return 0
@@ -75,11 +80,12 @@ def flush(store: Store, pipeline: str) -> int:
     contents: dict[str, str] = {}
     for p in pending:
         path = Path(p["path"])
+        fs = WorkspaceFS.of(path.parent.parent, workspace or WorkspaceSettings())
         if p["path"] not in contents:
-            contents[p["path"]] = path.read_text("utf-8") if path.is_file() else ""
+            contents[p["path"]] = fs.read_if_exists(path).decode("utf-8", "replace")
         if marker(p["lesson_id"]) in contents[p["path"]]:
             continue  # appended before a kill; the journal was not cleared yet
-        append_atomic(path, "\n" + p["block"].rstrip("\n") + "\n", header=HEADER)
+        append_atomic(path, "\n" + p["block"].rstrip("\n") + "\n", fs=fs, header=HEADER)
         contents[p["path"]] += p["block"]
         appended += 1
     with store.atomic():

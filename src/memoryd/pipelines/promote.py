@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memoryd.atomic import replace_bytes
 from memoryd.models import Origin, State
 from memoryd.pipelines.dreams_md import HEADER
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
@@ -264,7 +263,9 @@ def promote_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     seen = review(ctx, ws.agent_id)
     promoted = _promote(ctx, ws, seen.candidates, result)
     if seen.recalled and ctx.settings.promote.dreams_report and not ctx.dry_run:
-        append_section(ws.dreams_file, render_review(ctx, seen, promoted), header=HEADER)
+        append_section(
+            ws.dreams_file, render_review(ctx, seen, promoted), fs=ws.fs, header=HEADER
+        )
     return result
 
 
@@ -278,7 +279,7 @@ def _promote(
     path = ws.memory_file
     for _attempt in range(3):
         before = _stat(path)
-        content = path.read_text(encoding="utf-8") if path.is_file() else ""
+        content = ws.fs.read_if_exists(path).decode("utf-8")
         present = [line.lstrip("-*+ ").strip() for line in content.splitlines()]
         fresh = distinct(found, present)[: s.limit]
         if not fresh:
@@ -295,7 +296,7 @@ def _promote(
             return []
         if _stat(path) != before:
             continue  # edited while we were deciding: read it again
-        _replace(path, new_content)
+        _replace(ws, path, new_content)
         break
     else:
         result.error(f"{ws.agent_id}: MEMORY.md kept changing; promotion skipped this time")
@@ -412,5 +413,5 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-def _replace(path: Path, content: str) -> None:
-    replace_bytes(path, content.encode("utf-8"))
+def _replace(ws: Workspace, path: Path, content: str) -> None:
+    ws.fs.replace_bytes(path, content.encode("utf-8"))

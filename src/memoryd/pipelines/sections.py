@@ -9,13 +9,13 @@ or ends in the middle of one.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
+
+from memoryd.workspace.safefs import WorkspaceFS
 
 _HEADER = re.compile(rb"^## ", re.MULTILINE)
 _SPEAKER = re.compile(r"^- \*\*([\w .-]{1,40})\*\*(?: \(\w{1,20}\))?: ", re.MULTILINE)
@@ -23,23 +23,10 @@ _CONTINUATION = re.compile(r"^  (?=\S)", re.MULTILINE)
 _TIME = re.compile(r"^##\s+(\d{1,2}):(\d{2})\b")
 
 
-def read_from(path: Path, start: int) -> bytes:
-    """The bytes of ``path`` from ``start`` to its end, read under a shared lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return b""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        chunks = []
-        offset = start
-        while chunk := os.pread(fd, 1 << 20, offset):
-            chunks.append(chunk)
-            offset += len(chunk)
-        return b"".join(chunks)
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def read_from(path: Path, start: int, fs: WorkspaceFS) -> bytes:
+    """The bytes of ``path`` from ``start`` to its end, read under a shared lock (``b""``
+    for a missing file; a symlink out of the workspace is refused by ``fs``)."""
+    return fs.read_if_exists(path, start, shared_lock=True)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memoryd.atomic import sync_folder
 from memoryd.core import Memory
 from memoryd.models import Filters, Origin
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
@@ -70,7 +69,7 @@ def render(memory: Memory, ws: Workspace) -> dict[str, str]:
 def write_structured(memory: Memory, ws: Workspace, *, dry_run: bool = False) -> StructuredResult:
     """Bring ``memory/structured/`` in line with the store; only changed files are written."""
     wanted = {name: text.encode("utf-8") for name, text in render(memory, ws).items()}
-    done = sync_folder(ws.memory_dir / STRUCTURED_DIR, wanted, MARKER, dry_run=dry_run)
+    done = ws.fs.sync_folder(ws.memory_dir / STRUCTURED_DIR, wanted, MARKER, dry_run=dry_run)
     return StructuredResult(done.written, done.removed, done.unchanged)
 
 

@@ -163,7 +163,7 @@ def sync_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     path = ws.memory_file
     if not path.is_file():
         return result
-    raw = path.read_bytes()
+    raw = ws.fs.read_bytes(path)  # a MEMORY.md leading out of the workspace is refused
     digest = hashlib.sha256(FORMAT + raw).hexdigest()
     store = ctx.memory.store
     state = store.kv_get(state_key(ws.agent_id)) or {}

@@ -50,9 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from memoryd.atomic import sync_folder
 from memoryd.core import Memory
-from memoryd.errors import PermissionDeniedError
+from memoryd.errors import MemorydError, PermissionDeniedError
 from memoryd.wiki.model import RESERVED_TITLES, Claim, Page, claim_id, page_title
 from memoryd.wiki.render import MARKER, STATE_DIR, notes_of, render
 from memoryd.wiki.sources import (
@@ -65,6 +64,7 @@ from memoryd.wiki.sources import (
     merge,
 )
 from memoryd.workspace.layout import WIKI_DIR, Workspace
+from memoryd.workspace.safefs import WorkspaceFS
 
 LOCK_FILE = "lock"
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
@@ -112,8 +112,7 @@ def vault_lock(ws: Workspace) -> Iterator[None]:
     if str(path) in held:
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = ws.fs.open_append(path)  # created in the checked wiki/.state/, never through a symlink
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         held.add(str(path))
@@ -243,17 +242,29 @@ def _carries_marker(data: bytes) -> bool:
     return MARKER.encode() in data[:2000]
 
 
-def _people_text(root: Path, pages: dict[str, Page]) -> tuple[dict[str, bytes], dict[str, bytes]]:
+def _own_pages(fs: WorkspaceFS, root: Path) -> Iterator[tuple[Path, bytes]]:
+    """The ``*.md`` files of the vault that are real files in it (read through ``fs``: a page
+    swapped for a symlink out while we read is skipped, never read)."""
+    for name in fs.names(root, ".md"):
+        path = root / name
+        if path.is_symlink():
+            continue
+        try:
+            yield path, fs.read_bytes(path)
+        except (OSError, MemorydError):
+            continue
+
+
+def _people_text(
+    fs: WorkspaceFS, root: Path, pages: dict[str, Page]
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
     """(notes to keep on each compiled page, pages to give back to people), by file name."""
     notes: dict[str, bytes] = {}
     released: dict[str, bytes] = {}
-    if not root.is_dir():
-        return notes, released
     wanted = {p.file_name for p in pages.values()}
-    for path in sorted(root.glob("*.md")):
-        if path.name == "index.md" or path.is_symlink() or not path.is_file():
+    for path, data in _own_pages(fs, root):
+        if path.name == "index.md":
             continue
-        data = path.read_bytes()
         kept = notes_of(data) if _carries_marker(data) else data  # a person's page: all of it
         if path.name in wanted:
             notes[path.name] = kept or b""
@@ -262,15 +273,14 @@ def _people_text(root: Path, pages: dict[str, Page]) -> tuple[dict[str, bytes], 
     return notes, released
 
 
-def links_by_hand(notes: dict[str, bytes], root: Path, wanted: set[str]) -> set[str]:
+def links_by_hand(
+    fs: WorkspaceFS, notes: dict[str, bytes], root: Path, wanted: set[str]
+) -> set[str]:
     """Case-folded targets of the ``[[links]]`` people wrote (notes and their own pages)."""
     texts = [n.decode("utf-8", errors="replace") for n in notes.values()]
-    if root.is_dir():
-        for path in sorted(root.glob("*.md")):
-            if path.name not in wanted and path.is_file() and not path.is_symlink():
-                data = path.read_bytes()
-                if not _carries_marker(data):
-                    texts.append(data.decode("utf-8", errors="replace"))
+    for path, data in _own_pages(fs, root):
+        if path.name not in wanted and not _carries_marker(data):
+            texts.append(data.decode("utf-8", errors="replace"))
     return {" ".join(m.group(1).split()).casefold() for t in texts for m in LINK.finditer(t)}
 
 
@@ -292,9 +302,9 @@ def _compile(memory: Memory, ws: Workspace, *, dry_run: bool, today: date | None
             f"{root} is a symlink; memoryd writes the wiki only as a real folder",
             "replace the symlink with a folder",
         )
-    notes, released = _people_text(root, pages)
+    notes, released = _people_text(ws.fs, root, pages)
     wanted = {p.file_name for p in pages.values()}
-    files = render(pages, notes, links_by_hand(notes, root, wanted))
+    files = render(pages, notes, links_by_hand(ws.fs, notes, root, wanted))
     report = CompileReport(ws.agent_id, pages=len(pages))
     report.claims = sum(len(p.claims) for p in pages.values())
     report.contested = sum(c.status == "contested" for p in pages.values() for c in p.claims)
@@ -302,9 +312,9 @@ def _compile(memory: Memory, ws: Workspace, *, dry_run: bool, today: date | None
     report.adopted = sorted(
         name
         for name in notes
-        if (root / name).is_file() and not _carries_marker((root / name).read_bytes())
+        if not _carries_marker(ws.fs.read_if_exists(root / name) or MARKER.encode())
     )
     report.released = sorted(released)
-    done = sync_folder(root, {**files, **released}, MARKER, dry_run=dry_run)
+    done = ws.fs.sync_folder(root, {**files, **released}, MARKER, dry_run=dry_run)
     report.written, report.removed, report.unchanged = done.written, done.removed, done.unchanged
     return report

@@ -36,7 +36,7 @@ class Resolver:
     def _lines(self, path: Path) -> list[str] | None:
         if path not in self._files:
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
+                text = self.ws.fs.read_text(path, errors="replace")
                 self._files[path] = text.splitlines()
             except OSError:
                 self._files[path] = None
@@ -57,7 +57,7 @@ class Resolver:
                 f"evidence {item!r} is neither fact:<id> nor path#Lstart[-Lend]",
                 'e.g. "memory/2026-03-01.md#L12-L14" or "fact:<memory id>"',
             )
-        path = safe_path(self.ws, m["path"])  # refuses traversal and files outside the workspace
+        path = safe_path(self.ws, m["path"])  # refuses traversal; reading refuses symlinks out
         start, end = int(m["start"]), int(m["end"] or m["start"])
         lines = self._lines(path)
         if lines is None:

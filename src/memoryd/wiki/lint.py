@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from memoryd.core import Memory
-from memoryd.errors import MemorydError
+from memoryd.errors import MemorydError, OutsideWorkspaceError
 from memoryd.wiki.compile import LINK, wiki_dir
 from memoryd.wiki.evidence import Resolver
 from memoryd.wiki.ops import state
@@ -39,7 +39,11 @@ def lint(memory: Memory, ws: Workspace) -> list[dict[str, str]]:
         rel = path.relative_to(root).as_posix()
         if any(part.startswith(".") for part in path.relative_to(root).parts):
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = ws.fs.read_text(path, errors="replace")
+        except (OSError, OutsideWorkspaceError) as exc:
+            say("unreadable", f"wiki/{rel}", str(exc))
+            continue
         for m in LINK.finditer(text):
             target = " ".join(m.group(1).split())
             if rel != "index.md" and not rel.startswith(f"{DASHBOARDS}/"):  # navigation only
@@ -90,7 +94,7 @@ def lint(memory: Memory, ws: Workspace) -> list[dict[str, str]]:
     journal = root / STATE_DIR / EDITS_FILE
     if journal.is_file() and not load_edits(ws):
         try:
-            json.loads(journal.read_text(encoding="utf-8"))
-        except ValueError:
+            json.loads(ws.fs.read_text(journal))
+        except (ValueError, OSError, OutsideWorkspaceError):
             say("damaged-journal", f"wiki/{STATE_DIR}/{EDITS_FILE}", "not valid JSON")
     return problems

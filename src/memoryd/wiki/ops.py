@@ -15,9 +15,9 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
-from memoryd.atomic import replace_bytes
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, NotFoundError
 from memoryd.store.keywords import Analyzer
@@ -42,7 +42,7 @@ def state(memory: Memory, ws: Workspace) -> list[dict[str, Any]]:
     if not path.exists():
         compile_wiki(memory, ws)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(ws.fs.read_text(path))
     except (OSError, ValueError) as exc:
         raise InvalidInputError(
             f"wiki/{STATE_DIR}/{CLAIMS_FILE} cannot be read ({exc})",
@@ -107,9 +107,15 @@ def get(memory: Memory, ws: Workspace, name: str) -> dict[str, Any]:
 
 
 def _page(ws: Workspace, p: dict[str, Any]) -> dict[str, Any]:
-    path = wiki_dir(ws) / str(p["file"])
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    return {**p, "path": f"wiki/{p['file']}", "markdown": text}
+    name = str(p.get("file", ""))
+    if not name.endswith(".md") or name != PurePosixPath(name).name or name.startswith("."):
+        raise InvalidInputError(
+            f"wiki/{STATE_DIR}/{CLAIMS_FILE} names {name[:80]!r} as a page file",
+            "compile the wiki again (memoryd wiki compile): it rewrites the file",
+        )
+    path = wiki_dir(ws) / name  # a page symlinked out of the workspace is refused here
+    text = ws.fs.read_if_exists(path).decode("utf-8", "replace")
+    return {**p, "path": f"wiki/{name}", "markdown": text}
 
 
 @dataclass
@@ -222,7 +228,7 @@ def apply(memory: Memory, ws: Workspace, edit: Edit) -> tuple[Claim | None, Comp
         journal = wiki_dir(ws) / STATE_DIR / EDITS_FILE
         edits = [*load_edits(ws, strict=True), record]
         text = json.dumps(edits, ensure_ascii=False, indent=1) + "\n"
-        replace_bytes(journal, text.encode("utf-8"))
+        ws.fs.replace_bytes(journal, text.encode("utf-8"))
         report = compile_wiki(memory, ws)
         claims = [Claim.from_json(c) for p in state(memory, ws) for c in p.get("claims") or []]
     if record["op"] == "retire":

@@ -133,7 +133,7 @@ def memory_md(ws: Workspace) -> list[Said]:
     a line equal to a fact's text merges with it)."""
     path = ws.memory_file
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = ws.fs.read_text(path, errors="replace").splitlines()
     except OSError:
         return []
     rel = ws.rel(path)
@@ -157,7 +157,7 @@ def load_edits(ws: Workspace, *, strict: bool = False) -> list[dict[str, Any]]:
     ``strict`` (before appending to it) refuses it instead, so nothing in it is lost."""
     path = ws.root / WIKI_DIR / STATE_DIR / EDITS_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(ws.fs.read_text(path))
     except FileNotFoundError:
         return []
     except (OSError, ValueError) as exc:

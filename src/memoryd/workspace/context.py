@@ -14,6 +14,7 @@ says how much is missing and how to read it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -165,11 +166,11 @@ def build_context(
 
 def _add_file(sections: list[Section], ws: Workspace, rel: str, title: str) -> None:
     path = ws.root / rel
-    if not path.is_file():
+    if not os.path.lexists(path) or path.is_dir():
         return
     try:
-        _, text = read_markdown(path, ws.settings.max_file_bytes)
-    except SkippedFile as skip:
+        _, text = read_markdown(path, ws.settings.max_file_bytes, ws.fs)
+    except SkippedFile as skip:  # a symlink out of the workspace is not shown either
         sections.append(Section(title, rel, f"(not shown: {skip.reason})"))
         return
     text = text.strip("\n")

@@ -10,12 +10,12 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from memoryd.errors import InvalidInputError, LimitExceededError, PermissionDeniedError
+from memoryd.errors import InvalidInputError, LimitExceededError, OutsideWorkspaceError
 from memoryd.workspace.layout import Workspace
+from memoryd.workspace.safefs import WorkspaceFS
 
 log = logging.getLogger("memoryd.workspace")
 
@@ -42,26 +42,35 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def read_markdown(path: Path, max_bytes: int) -> tuple[bytes, str]:
+def read_markdown(path: Path, max_bytes: int, fs: WorkspaceFS) -> tuple[bytes, str]:
     """The raw bytes and text of an indexable file, or :class:`SkippedFile`.
 
-    Huge files and binary or non-UTF-8 files are refused with a reason instead
-    of being indexed as garbage.
+    Huge files, binary or non-UTF-8 files and symlinks leading out of the workspace
+    are refused with a reason instead of being indexed as garbage (or as someone
+    else's file). Read through ``fs``, so what is checked is what is read.
     """
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise SkippedFile(path, f"cannot stat: {exc.strerror or exc}") from None
-    if size > max_bytes:
-        raise SkippedFile(
-            path,
-            f"{size} bytes is over workspace.max_file_bytes={max_bytes}; "
-            "split the file or raise the limit",
-        )
+        fd = fs.open_read(path)
+    except OutsideWorkspaceError as exc:
+        raise SkippedFile(path, exc.message) from None
+    except (OSError, InvalidInputError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise SkippedFile(path, f"cannot read: {reason}") from None
     try:
-        data = path.read_bytes()
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise SkippedFile(
+                path,
+                f"{size} bytes is over workspace.max_file_bytes={max_bytes}; "
+                "split the file or raise the limit",
+            )
+        data = os.pread(fd, max_bytes + 1, 0)
+        while len(data) <= max_bytes and (more := os.pread(fd, 1 << 20, len(data))):
+            data += more
     except OSError as exc:
         raise SkippedFile(path, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:  # grew since stat
         raise SkippedFile(path, f"{len(data)} bytes is over workspace.max_file_bytes={max_bytes}")
     if b"\x00" in data[:_SNIFF_BYTES]:
@@ -102,8 +111,9 @@ def safe_path(ws: Workspace, path: str) -> Path:
     """Resolve a caller-supplied path, refusing anything that could leave the workspace.
 
     Relative paths only (absolute ones only inside a configured extra path),
-    no ``..`` components, Markdown files only, and the resolved target (after
-    following symlinks) must be inside the workspace or an extra path.
+    no ``..`` components, Markdown files only. Where a symlink leads is checked when
+    the file is opened (:class:`~memoryd.workspace.safefs.WorkspaceFS`), on the
+    descriptor that is then read.
     """
     if not isinstance(path, str) or not path.strip():
         raise InvalidInputError("path is empty", 'pass a workspace-relative path like "MEMORY.md"')
@@ -117,8 +127,7 @@ def safe_path(ws: Workspace, path: str) -> Path:
         )
     if posix.is_absolute() or PureWindowsPath(path).drive:
         target = Path(path)
-        extras = [p.resolve() for p in ws.extra_roots()]
-        if not any(target.resolve().is_relative_to(e) for e in extras):
+        if not any(target.is_relative_to(e) for e in ws.fs.bases[1:]):
             raise InvalidInputError(
                 f"path {path!r} is absolute",
                 'pass a path relative to the agent workspace, e.g. "MEMORY.md"',
@@ -129,12 +138,6 @@ def safe_path(ws: Workspace, path: str) -> Path:
         raise InvalidInputError(
             f"path {path!r} is not a Markdown file",
             "memory_get reads the workspace's .md memory files only",
-        )
-    real = target.resolve()
-    if not any(real.is_relative_to(root) for root in ws.allowed_roots()):
-        raise PermissionDeniedError(
-            f"path {path!r} leads outside the workspace of agent {ws.agent_id!r}",
-            "memory_get only reads files inside the agent workspace (symlinks out are refused)",
         )
     return target
 
@@ -162,17 +165,26 @@ def memory_get(
             "read the file in smaller ranges",
         )
     target = safe_path(ws, path)
-    if not target.exists():
+    try:
+        fd = ws.fs.open_read(target)
+    except OutsideWorkspaceError as exc:
+        raise OutsideWorkspaceError(
+            f"path {path!r} leads outside the workspace of agent {ws.agent_id!r}",
+            f"memory_get only reads files inside the agent workspace ({exc.message})",
+        ) from None
+    except FileNotFoundError:
         return FileSlice(
             path=path, text="", from_line=start, lines=0, total_lines=None, missing=True
         )
-    if not target.is_file():
-        raise InvalidInputError(f"path {path!r} is not a file", "pass the path of a .md file")
+    except (IsADirectoryError, NotADirectoryError):
+        raise InvalidInputError(
+            f"path {path!r} is not a file", "pass the path of a .md file"
+        ) from None
     end = None if lines is None else start + lines - 1
-    count_all = target.stat().st_size <= ws.settings.max_file_bytes
+    count_all = os.fstat(fd).st_size <= ws.settings.max_file_bytes
     out: list[str] = []
     total: int | None = 0
-    with target.open("rb") as fh:
+    with os.fdopen(fd, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             total = number
             if number < start or len(out) >= MAX_GET_LINES:
@@ -198,7 +210,7 @@ def memory_get(
 # -- writing ----------------------------------------------------------------------------------
 
 
-def append_atomic(path: Path, text: str, *, header: str | None = None) -> None:
+def append_atomic(path: Path, text: str, *, fs: WorkspaceFS, header: str | None = None) -> None:
     """Append ``text`` as whole lines, atomically with respect to other writers.
 
     An exclusive ``flock`` on the file serialises concurrent appenders (other
@@ -207,9 +219,8 @@ def append_atomic(path: Path, text: str, *, header: str | None = None) -> None:
     all of it or none of it. A missing final newline in the file is added first;
     ``header`` starts a file that is empty.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     body = text if text.endswith("\n") else text + "\n"
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = fs.open_append(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
@@ -231,27 +242,13 @@ def append_atomic(path: Path, text: str, *, header: str | None = None) -> None:
         os.close(fd)
 
 
-def create_exclusive(path: Path, text: str) -> None:
+def create_exclusive(path: Path, text: str, *, fs: WorkspaceFS) -> None:
     """Write a new file that appears complete or not at all, never replacing one.
 
     The text goes to a hidden temporary file (hidden files are never indexed),
     is fsync-ed, then hard-linked to ``path``; ``FileExistsError`` if ``path`` exists.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        data = text.encode("utf-8")
-        written = 0
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.link(tmp, path)
-    finally:
-        tmp.unlink()
+    fs.create_exclusive(path, text.encode("utf-8"))
 
 
 # -- the diary's section writer -------------------------------------------------------------
@@ -266,15 +263,15 @@ class LockedDiary:
     file, so no append is lost to a replaced one.
     """
 
-    def __init__(self, path: Path, *, header: str | None = None) -> None:
+    def __init__(self, path: Path, *, fs: WorkspaceFS, header: str | None = None) -> None:
         self.path = path
+        self.fs = fs
         self.header = header
         self._fd = -1
 
     def __enter__(self) -> LockedDiary:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            fd = self.fs.open_append(self.path)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 if _same_file(fd, self.path):
@@ -334,14 +331,14 @@ class LockedDiary:
 
 def _same_file(fd: int, path: Path) -> bool:
     try:
-        st = os.stat(path, follow_symlinks=False)
+        st = os.stat(path)  # a symlink inside the workspace is followed, as opening did
     except FileNotFoundError:
         return False
     mine = os.fstat(fd)
     return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
-def append_section(path: Path, section: str, *, header: str | None = None) -> int:
+def append_section(path: Path, section: str, *, fs: WorkspaceFS, header: str | None = None) -> int:
     """Append ``section`` to ``path`` as one locked write, then fsync."""
-    with LockedDiary(path, header=header) as diary:
+    with LockedDiary(path, fs=fs, header=header) as diary:
         return diary.append(section)

@@ -32,6 +32,7 @@ from typing import Any
 from memoryd.access import workspace_owner
 from memoryd.conversation import context_of, contextual_vectors
 from memoryd.core import Memory
+from memoryd.errors import OutsideWorkspaceError
 from memoryd.models import Filters, MemoryRecord, Origin, Source, content_hash
 from memoryd.workspace.chunking import (
     CONTEXT_TOKENS,
@@ -220,18 +221,14 @@ class Indexer:
 
     def _index_file(self, path: Path, force: bool, stored: tuple[str, str] | None) -> FileResult:
         rel = self.ws.rel(path)
-        real = path.resolve()
-        if not any(real.is_relative_to(r) for r in self.ws.allowed_roots()):
-            self.memory.store.purge(self._scope(rel))
-            return FileResult(rel, "skipped", reason="symlink leads outside the workspace")
         done: FileResult | None = None
         embedded_total = 0
         for _attempt in range(_MAX_ATTEMPTS):
             if not path.exists():
                 return self._remove(rel)
             try:
-                data, text = read_markdown(path, self.ws.settings.max_file_bytes)
-            except SkippedFile as skip:
+                data, text = read_markdown(path, self.ws.settings.max_file_bytes, self.ws.fs)
+            except SkippedFile as skip:  # a symlink out of the workspace too
                 self.memory.store.purge(self._scope(rel))  # stale chunks would lie about the file
                 return FileResult(rel, "skipped", reason=skip.reason)
             digest = _file_hash(data)
@@ -241,13 +238,13 @@ class Indexer:
             embedded_total += self._prefetch(records)
             try:
                 with self.memory.store.atomic():
-                    if not path.exists() or _file_hash(path.read_bytes()) != digest:
+                    if not path.exists() or _file_hash(self.ws.fs.read_bytes(path)) != digest:
                         raise _ChangedUnderUs
                     self._replace(rel, records)
             except _ChangedUnderUs:
                 continue
-            except OSError:
-                continue
+            except (OSError, OutsideWorkspaceError):
+                continue  # read again: a file swapped for a symlink out is skipped then
             done = FileResult(rel, "indexed", chunks=len(records), embedded=embedded_total)
             # Go round once more: if the file changed after the commit, index it again.
             stored, force = (digest, self.label(rel)), False

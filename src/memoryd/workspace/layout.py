@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from memoryd.settings import Settings, WorkspaceSettings
 from memoryd.store import Store
 from memoryd.validate import check_id
+from memoryd.workspace.safefs import WorkspaceFS
 
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
@@ -132,11 +133,15 @@ class Workspace:
             out.append(p if p.is_absolute() else self.root / p)
         return out
 
+    @property
+    def fs(self) -> WorkspaceFS:
+        """The one door every read and write of this workspace's files goes through."""
+        return WorkspaceFS.of(self.root, self.settings)
+
     def allowed_roots(self) -> list[Path]:
-        """Resolved directories (or files) that reads may reach: the workspace and extras."""
-        roots = [self.root.resolve()]
-        roots.extend(p.resolve() for p in self.extra_roots())
-        return roots
+        """Resolved directories (or files) that reads may reach: the workspace, extras and
+        ``workspace.allowed_roots``."""
+        return [Path(r) for r in self.fs.roots]
 
     def rel(self, path: Path) -> str:
         """The name a file is cited by: relative to the workspace, else absolute."""

@@ -208,7 +208,7 @@ def _create_unique(ws: Workspace, stem: str, body: str) -> str:
     for n in range(1, 1000):
         name = f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
         try:
-            create_exclusive(folder / name, body)
+            create_exclusive(folder / name, body, fs=ws.fs)
         except FileExistsError:
             continue
         return ws.rel(folder / name)
@@ -263,8 +263,9 @@ def flush(
         )
     bullets = "\n".join(n if n.startswith(("- ", "* ")) else f"- {n}" for n in cleaned)
     append_section(
-        path, f"## {now:%H:%M} · flush\n{bullets}\n", header=f"# {now.date().isoformat()}"
-    )
+        path, f"## {now:%H:%M} · flush\n{bullets}\n", fs=ws.fs,
+        header=f"# {now.date().isoformat()}",
+    )  # fmt: skip
     report = index_workspace(memory, ws, paths=[path])
     return FlushResult(ws.rel(path), len(cleaned), report.chunks_written)
 
@@ -294,10 +295,7 @@ def _distil(memory: Memory, ws: Workspace, messages: Sequence[Any], today: date)
     facts = memory.extractor.extract(text, None, today)
     recent = ""
     for day in (today - timedelta(days=1), today):
-        try:
-            recent += ws.diary_path(day).read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            continue
+        recent += ws.fs.read_if_exists(ws.diary_path(day)).decode("utf-8", "replace")
     known = _squash(recent)
     out: list[str] = []
     size = 0

@@ -23,7 +23,7 @@ def workspace_status(memory: Memory, ws: Workspace) -> dict[str, Any]:
     for path in files:
         rel = ws.rel(path)
         try:
-            data, text = read_markdown(path, ws.settings.max_file_bytes)
+            data, text = read_markdown(path, ws.settings.max_file_bytes, ws.fs)
         except SkippedFile as skip:
             skipped.append({"path": rel, "reason": skip.reason})
             continue
