@@ -144,20 +144,17 @@ def test_reconciliation_uses_small_integer_ids_and_updates_with_history(
         ),
     )
     events = mem.add("standup is at 10 now", user_id="u", agent_id="dev", infer=True)
-    assert [(e.event, e.id, e.memory, e.previous_memory) for e in events] == [
-        (
-            Event.UPDATE,
-            old.id,
-            "Team standup is at 10:00 in room B",
-            "Team standup is at 9:30 in room B",
-        )
+    assert [(e.event, e.memory, e.previous_memory) for e in events] == [
+        (Event.UPDATE, "Team standup is at 10:00 in room B", "Team standup is at 9:30 in room B")
     ]
+    # the merged text supersedes the old memory, which is kept and points to it
+    assert mem.get(old.id).superseded_by == events[0].id  # type: ignore[arg-type]
     shown = json.loads(fake.requests[1]["messages"][1]["content"])
     assert shown["existing"] == [{"id": 0, "text": "Team standup is at 9:30 in room B"}]
     assert old.id not in fake.requests[1]["messages"][1]["content"]  # no UUIDs in prompts
     assert shown["new_facts"] == [{"fact": 0, "text": "Team standup moved to 10:00"}]
     history = mem.history(old.id)  # type: ignore[arg-type]
-    assert [h.event for h in history] == [Event.ADD, Event.UPDATE]
+    assert [h.event for h in history] == [Event.ADD, Event.SUPERSEDE]
     assert history[1].old_text == "Team standup is at 9:30 in room B"
     assert history[1].actor == "memoryd" and "time changed" in (history[1].reason or "")
 
@@ -210,7 +207,7 @@ def test_an_invented_id_is_sent_back_and_a_second_one_fails(mem: Memory, fake: F
     with pytest.raises(UpstreamError, match="reconciliation"):
         mem.add("ttl 300", user_id="u", infer=True)
     assert mem.get(events[0].id).text == "The cache TTL is 120 seconds"  # type: ignore[arg-type]
-    assert everything(mem) == 1
+    assert everything(mem) == 2  # the 60 seconds kept, superseded
 
 
 def test_a_fact_the_model_forgets_to_decide_on_is_added_not_lost(

@@ -121,16 +121,18 @@ def test_offline_reconciliation_none_update_add(memory: Memory, clock) -> None: 
     reworded = memory.add("the staging database runs on port 5433", user_id="u", infer=True)[0]
     assert (again.event, again.id) == (Event.NONE, first.id)
     assert (reworded.event, reworded.id) == (Event.NONE, first.id)
-    # same subject, another value: the newer fact wins, the old one stays in history
+    # same subject, another value: the newer fact supersedes; the old one is kept, closed
     clock.advance(days=1)
     moved = memory.add("The staging database now runs on port 5434.", user_id="u", infer=True)[0]
-    assert moved.event == Event.UPDATE and moved.id == first.id
+    assert moved.event == Event.UPDATE and moved.id != first.id
     assert moved.previous_memory == "The staging database runs on port 5433."
-    assert memory.get(first.id).text == "The staging database now runs on port 5434."  # type: ignore[arg-type]
+    assert memory.get(moved.id).text == "The staging database now runs on port 5434."  # type: ignore[arg-type]
+    old = memory.get(first.id)  # type: ignore[arg-type]
+    assert old.state == State.SUPERSEDED and old.superseded_by == moved.id
     history = memory.history(first.id)  # type: ignore[arg-type]
-    assert [h.event for h in history] == [Event.ADD, Event.UPDATE]
-    assert history[1].old_text == "The staging database runs on port 5433."
-    assert history[1].actor == "memoryd" and "reconcile update" in (history[1].reason or "")
+    assert [h.event for h in history] == [Event.ADD, Event.SUPERSEDE]
+    assert history[1].new_text == "The staging database runs on port 5433."
+    assert history[1].actor == "memoryd" and "reconcile supersede" in (history[1].reason or "")
     # an unrelated fact is new
     other = memory.add("Alice prefers tea over coffee.", user_id="u", infer=True)[0]
     assert other.event == Event.ADD and memory.count() == 2
@@ -142,7 +144,7 @@ def test_a_near_identical_sentence_with_another_id_is_not_already_known(memory: 
         "Deploys go through ArgoCD on cluster prod-eu-2.", user_id="u", agent_id=None, infer=True
     )[0]
     # similarity is ~0.99, but the cluster id differs: not NONE; same subject: UPDATE
-    assert b.event == Event.UPDATE and b.id == a.id
+    assert b.event == Event.UPDATE and memory.get(a.id).superseded_by == b.id  # type: ignore[arg-type]
 
 
 def test_dedup_scope_short_term_is_its_own_run_and_long_term_ignores_runs(

@@ -128,25 +128,30 @@ def test_a_whole_session_over_http(session) -> None:  # type: ignore[no-untyped-
     changed = http.post("/memory/add", json={**scope, "text": "we moved the api to 9000"}).json()[
         "results"
     ]
-    assert changed == [
-        {
-            "id": port_id,
-            "memory": "The API listens on port 9000",
-            "event": "UPDATE",
-            "previous_memory": "The API listens on port 8230",
-        }
-    ]
+    (change,) = changed
+    assert {k: change[k] for k in ("memory", "event", "previous_memory")} == {
+        "memory": "The API listens on port 9000",
+        "event": "UPDATE",
+        "previous_memory": "The API listens on port 8230",
+    }
     assert '"id": 0' in llm.requests[-1]["messages"][1]["content"]
+    # the old value is kept, superseded: out of search, found on request
+    old_id, port_id = port_id, change["id"]
+    history = http.get(f"/memory/history/{old_id}").json()["results"]
+    assert [h["event"] for h in history] == ["ADD", "SUPERSEDE"]
+    assert "port changed" in history[1]["reason"]
+    found = http.post(
+        "/memory/search", json={**scope, "query": "API port", "include_superseded": True}
+    ).json()["results"]
+    assert old_id in {h["id"] for h in found}
 
     # 8. a manual update, then history shows every version with who and why
     http.put("/memory/update", json={"memory_id": port_id, "text": "The API listens on port 9001"})
     history = http.get(f"/memory/history/{port_id}").json()["results"]
     assert [(h["event"], h["old_memory"], h["new_memory"]) for h in history] == [
-        ("ADD", None, "The API listens on port 8230"),
-        ("UPDATE", "The API listens on port 8230", "The API listens on port 9000"),
+        ("ADD", None, "The API listens on port 9000"),
         ("UPDATE", "The API listens on port 9000", "The API listens on port 9001"),
     ]
-    assert "port changed" in history[1]["reason"]
 
     # 9. delete, gone from search, restore, back
     http.delete(f"/memory/{port_id}")
@@ -162,8 +167,9 @@ def test_a_whole_session_over_http(session) -> None:  # type: ignore[no-untyped-
     # 10. reset dev's memories only: ops's procedural and other scopes stay
     http.post("/memory/add", json={"user_id": "carol", "text": "carol's note", "infer": False})
     reset = http.delete("/memory/reset", params=scope).json()
-    # the decision, 2 facts with the 2 turns they came from, and the digest; nothing else
-    assert reset["deleted"] == 6
+    # the decision, 2 facts with the 2 turns they came from, the digest and the superseded
+    # port; nothing else
+    assert reset["deleted"] == 7
     left = http.get("/memory/list").json()["results"]
     assert sorted(r["memory"] for r in left) == [
         "Restart the API after changing its port",

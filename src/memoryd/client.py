@@ -195,7 +195,14 @@ class MemoryClient:
 
     def _search_body(self, args: dict[str, Any]) -> dict[str, Any]:
         """A search's every argument as the route's field of the same name, scoped."""
-        return self._scoped(**{**args, "filters": _filters(args["filters"])})
+        as_of = args.get("as_of")
+        return self._scoped(
+            **{
+                **args,
+                "filters": _filters(args["filters"]),
+                "as_of": as_of.isoformat() if as_of is not None else None,
+            }
+        )
 
     def intent(self, query: str) -> Intent:
         """What the query is after: rules (the server's LLM is not offered over HTTP)."""

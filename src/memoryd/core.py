@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -86,6 +86,7 @@ class Memory:
         self.store = store or open_store(self.settings.store_url, self.settings.store)
         self.embedder = embedder or create_embedder(self.settings.embed)
         self.clock = clock
+        self.store.clock = clock  # one clock: the store stamps updates and history with it
         self.new_id = id_factory
         self._query_cache: dict[str, np.ndarray] = {}
         self.llm = llm if llm is not None else create_llm(self.settings.llm)
@@ -599,18 +600,19 @@ class Memory:
                             f"memory {target.id} vanished while reconciling",
                             "retry the add; nothing was stored",
                         )
-                    new = old.model_copy(
-                        update={
-                            "text": d.text,
-                            "source": source or old.source,
-                            "metadata": {**old.metadata, **said},
-                        }
+                    record = self._supersede(
+                        old, d, category=category, now=now, event_at=event_at, actor=actor
                     )
-                    new.embedding = vector_of[id(d)]
-                    self.store.update(new, actor=actor, reason=_reason("update", d))
+                    record.metadata = {**metadata, **said, **record.metadata}
+                    record.source = source
+                    record.embedding = vector_of[id(d)]
+                    new_records.append(record)
                     events.append(
                         MemoryEvent(
-                            id=old.id, memory=d.text, event=Event.UPDATE, previous_memory=old.text
+                            id=record.id,
+                            memory=d.text,
+                            event=Event.UPDATE,
+                            previous_memory=old.text,
                         )
                     )
                 elif d.event == Event.DELETE and target is not None:
@@ -638,6 +640,55 @@ class Memory:
             if new_records:
                 self.store.add(new_records, actor=actor, reason="extracted")
         return events
+
+    def _supersede(
+        self,
+        old: MemoryRecord,
+        d: Decision,
+        *,
+        category: str | None,
+        now: datetime,
+        event_at: datetime | None,
+        actor: str,
+    ) -> MemoryRecord:
+        """An UPDATE is a supersession: the new fact becomes a memory of its own, true
+        from ``event_at`` (or now), and ``old`` is kept, closed at that time, in state
+        ``superseded``, each naming the other (``supersedes`` / ``superseded_by``) and
+        the change in ``old``'s history. Returns the new record, not yet written."""
+        since = event_at or now
+        kind = category or old.category or self._fact_class(d.text)
+        record = MemoryRecord(
+            id=self.new_id(),
+            text=d.text,
+            user_id=old.user_id,
+            agent_id=old.agent_id,
+            run_id=old.run_id,
+            category=kind,
+            metadata={
+                **({"category": kind} if kind else {}),
+                "supersedes": old.id,
+                "valid_from": since.isoformat(),
+            },
+            origin=Origin.FACT,
+            created_at=now,
+            updated_at=now,
+            event_at=event_at,
+        )
+        closed = old.model_copy(
+            update={
+                "state": State.SUPERSEDED,
+                "metadata": {
+                    **old.metadata,
+                    "valid_until": since.isoformat(),
+                    "superseded_by": record.id,
+                },
+            }
+        )
+        closed.embedding = None  # keeps the stored vector
+        self.store.update(
+            closed, event=Event.SUPERSEDE, actor=actor, reason=_reason("supersede", d)
+        )
+        return record
 
     def _provenance(
         self, facts: np.ndarray, body: str, source: Source | None, evidence: builtins.list[str]
@@ -856,6 +907,8 @@ class Memory:
         time_decay: bool | None = None,
         include_shared: bool = True,
         include_archived: bool = False,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
         record_recall: bool = True,
     ) -> builtins.list[SearchHit]:
         """Hybrid search in a scope. ``mode`` is ``hybrid``, ``vector`` or ``keyword``.
@@ -867,6 +920,9 @@ class Memory:
         ``min_score`` is compared with the relevance, so a fresh but unrelated memory
         cannot pass on recency alone. Each hit carries its ``memory_type``.
         ``include_archived`` adds memories archived by TTL decay to the active ones.
+        Superseded facts (a newer fact on the same subject replaced them) are left out
+        unless ``include_superseded``; ``as_of`` searches what was true at that time:
+        current and superseded facts whose ``valid_from`` .. ``valid_until`` holds it.
         ``record_recall=False`` keeps a pipeline's own lookups (e.g. the lessons
         duplicate check) out of the recall statistics promotion ranks by.
         """
@@ -888,6 +944,9 @@ class Memory:
         )
         if include_archived and State.ARCHIVED not in f.states:
             f.states = [*f.states, State.ARCHIVED]
+        if (include_superseded or as_of is not None) and State.SUPERSEDED not in f.states:
+            f.states = [*f.states, State.SUPERSEDED]
+        as_of = _aware(as_of) if as_of is not None else None
         if mode != "keyword" and not self.vectors_match():
             mode = "keyword"  # the stored vectors are another model's: a rebuild is under way
         qvec = self.embed_query(query) if mode != "keyword" else None
@@ -908,6 +967,7 @@ class Memory:
             decay,
             turns_first=mode == "hybrid" and turn_rank.active(s),
             when_question=asks_when(query),
+            as_of=as_of,
         )
         if record_recall:
             self.recalls.record(query, found, self.clock())
@@ -922,6 +982,7 @@ class Memory:
         decay: bool,
         turns_first: bool = False,
         when_question: bool = False,
+        as_of: datetime | None = None,
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
         with the entity boost and time decay applied.
@@ -959,6 +1020,8 @@ class Memory:
                 rec = got.get(c.id)
                 if rec is None or rec.hash in seen:  # each text once
                     continue
+                if as_of is not None and not rec.valid_at(as_of):
+                    continue
                 seen.add(rec.hash)
                 found.append(
                     SearchHit(
@@ -988,6 +1051,8 @@ class Memory:
         time_decay: bool | None = None,
         filters: Filters | None = None,
         mode: str = "hybrid",
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
     ) -> CombinedHits:
         """Long-term memories plus the last ``recent_days`` of short-term ones, apart.
 
@@ -1008,6 +1073,8 @@ class Memory:
             "min_score": min_score,
             "time_decay": time_decay,
             "mode": mode,
+            "include_superseded": include_superseded,
+            "as_of": as_of,
         }
         long_term = self.search(
             query,
@@ -1228,6 +1295,11 @@ def dedup_scope(user_id: str, agent_id: str | None, run_id: str | None) -> Filte
         long_term_only=run_id is None,
         origins=[Origin.API, Origin.FACT],
     )
+
+
+def _aware(when: datetime) -> datetime:
+    """A naive datetime is UTC (as memoryd stores every time)."""
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _reason(verb: str, decision: Decision) -> str:

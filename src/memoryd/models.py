@@ -20,6 +20,19 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _when(value: Any) -> datetime | None:
+    """A timestamp kept in metadata (ISO 8601 text), as an aware datetime."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -34,7 +47,10 @@ class Origin(StrEnum):
 class State(StrEnum):
     ACTIVE = "active"
     ARCHIVED = "archived"  # out of default search, still searchable on request
-    DELETED = "deleted"  # superseded or deleted; kept for history and restore
+    DELETED = "deleted"  # deleted; kept for history and restore
+    # a newer fact on the same subject and attribute replaced it: out of default search,
+    # found with include_superseded or as_of; metadata valid_until and superseded_by
+    SUPERSEDED = "superseded"
 
 
 class Event(StrEnum):
@@ -44,6 +60,7 @@ class Event(StrEnum):
     NONE = "NONE"
     RESTORE = "RESTORE"
     ARCHIVE = "ARCHIVE"
+    SUPERSEDE = "SUPERSEDE"  # a newer fact replaced it (history of the old memory)
 
 
 class Source(BaseModel):
@@ -86,6 +103,29 @@ class MemoryRecord(BaseModel):
     def model_post_init(self, __context: Any) -> None:
         if not self.hash:
             self.hash = content_hash(self.text)
+
+    @property
+    def valid_from(self) -> datetime:
+        """When what it says became true: ``metadata.valid_from`` when set (a superseding
+        fact, or a caller who knows), else when it happened, else when it was learned."""
+        return _when(self.metadata.get("valid_from")) or self.event_at or self.created_at
+
+    @property
+    def valid_until(self) -> datetime | None:
+        """When it stopped being true (a newer fact superseded it); None while current."""
+        return _when(self.metadata.get("valid_until"))
+
+    @property
+    def superseded_by(self) -> str | None:
+        """The id of the memory that replaced this one."""
+        value = self.metadata.get("superseded_by")
+        return value if isinstance(value, str) else None
+
+    def valid_at(self, when: datetime) -> bool:
+        """True when what it says was true at ``when`` (an as-of search), as memoryd
+        knows it now."""
+        until = self.valid_until
+        return self.valid_from <= when and (until is None or when < until)
 
     @property
     def index_text(self) -> str:

@@ -328,13 +328,16 @@ class Scope:
         time_decay: bool | None = None,
         include_shared: bool = True,
         include_archived: bool = False,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
     ) -> builtins.list[SearchHit]:
         """:meth:`search`'s hits as the engine's records (the dashboard renders these)."""
         f = self._filters(filters, run_id)
         how: dict[str, Any] = {"min_score": min_score, "mode": mode, "time_decay": time_decay}
         hits = self.memory.search(
             query, top_k=top_k, filters=f, include_shared=include_shared,
-            include_archived=include_archived, **how,
+            include_archived=include_archived, include_superseded=include_superseded,
+            as_of=as_of, **how,
         )  # fmt: skip
         return self._with_files(hits, query, f, top_k, **how)
 
@@ -350,12 +353,16 @@ class Scope:
         time_decay: bool | None = None,
         include_shared: bool = True,
         include_archived: bool = False,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
     ) -> builtins.list[HitOut]:
-        """Hybrid search with time decay, the shared pool and the owner-chunk rule."""
+        """Hybrid search with time decay, the shared pool and the owner-chunk rule.
+        Superseded facts only with ``include_superseded``, or what was true ``as_of``."""
         found = self.hits(
             query, run_id=run_id, top_k=top_k, min_score=min_score, filters=filters, mode=mode,
             time_decay=time_decay, include_shared=include_shared,
-            include_archived=include_archived,
+            include_archived=include_archived, include_superseded=include_superseded,
+            as_of=as_of,
         )  # fmt: skip
         return [HitOut.of(h) for h in found]
 
@@ -374,6 +381,8 @@ class Scope:
         filters: FilterSpec | None = None,
         mode: str = "hybrid",
         time_decay: bool | None = None,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
     ) -> Combined:
         """Long-term memories (with the agent's files, by the owner-chunk rule) plus the
         last ``recent_days`` of short-term ones, in one ranking."""
@@ -382,7 +391,8 @@ class Scope:
         both = self.memory.search_combined(
             query, user_id=self._user(), agent_id=self.agent_id,
             long_term_top_k=long_term_top_k, short_term_top_k=short_term_top_k,
-            recent_days=recent_days, filters=f, **how,
+            recent_days=recent_days, filters=f, include_superseded=include_superseded,
+            as_of=as_of, **how,
         )  # fmt: skip
         long_term = self._with_files(both.long_term, query, f, long_term_top_k, **how)
         ranked = CombinedHits(long_term=long_term, short_term=both.short_term).results

@@ -219,10 +219,11 @@ class ExtractSettings(BaseModel):
     max_facts: int = 100
     candidates_per_fact: int = 5  # similar memories compared with each new fact
     llm_min_similarity: float = 0.3  # weaker candidates are not shown to the LLM
-    # offline reconciliation thresholds (cosine similarity of fact and memory)
-    none_similarity: float = 0.95  # at or above: already known (NONE)
-    update_similarity: float = 0.8  # at or above, same subject: UPDATE
-    subject_overlap: float = 0.5  # shared content words needed to call it the same subject
+    # offline reconciliation (extract/claims.py decides from the words; cosine similarity of
+    # fact and memory only picks which memories are compared)
+    supersede_similarity: float = 0.5  # memories at least this similar are compared (the
+    # labelled changes of tests/data/supersede_pairs.json are 0.57 and up)
+    none_similarity: float = 0.95  # at or above, a rewording with no new value: NONE
     # an extracted fact given no category is classed personal / tasks / agents / system by
     # word rules (seed 003; extract/classify.py), which sets how long it lives (decay)
     classify: bool = True

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Depends, Query, Request
@@ -82,6 +83,8 @@ class SearchRequest(BaseModel):
     time_decay: bool = True
     include_shared: bool = True
     include_archived: bool = False  # also memories archived by TTL decay
+    include_superseded: bool = False  # also facts a newer fact replaced
+    as_of: datetime | None = Field(default=None, description="what was true then (ISO 8601)")
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     filters: FilterSpec | None = None
 
@@ -96,6 +99,8 @@ class CombinedSearchRequest(BaseModel):
     recent_days: int = 7
     min_score: float | None = None
     time_decay: bool = True
+    include_superseded: bool = False  # also facts a newer fact replaced
+    as_of: datetime | None = Field(default=None, description="what was true then (ISO 8601)")
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     filters: FilterSpec | None = None
 
@@ -323,6 +328,8 @@ async def memory_search(
         time_decay=body.time_decay,
         include_shared=body.include_shared,
         include_archived=body.include_archived,
+        include_superseded=body.include_superseded,
+        as_of=body.as_of,
     )
     audit.note(request, count=len(hits), top_score=_top(hits))
     return SearchAnswer(results=hits)
@@ -346,6 +353,8 @@ async def memory_search_combined(
         time_decay=body.time_decay,
         filters=body.filters,
         mode=body.mode,
+        include_superseded=body.include_superseded,
+        as_of=body.as_of,
     )
     audit.note(request, count=len(combined.results), top_score=_top(combined.results))
     return CombinedAnswer(results=combined.results, counts=combined.counts)

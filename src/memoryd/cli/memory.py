@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -231,6 +232,13 @@ def search(
     include_archived: Annotated[
         bool, typer.Option("--include-archived", help="also memories archived by TTL decay")
     ] = False,
+    include_superseded: Annotated[
+        bool, typer.Option("--include-superseded", help="also facts a newer fact replaced")
+    ] = False,
+    as_of: Annotated[
+        datetime | None,
+        typer.Option("--as-of", help="what was true then, e.g. 2026-03-01 (UTC)"),
+    ] = None,
     category: Annotated[
         list[str] | None,
         typer.Option("--category", "-c", help="only these categories (repeat; 'lessons' too)"),
@@ -272,10 +280,12 @@ def search(
                 return mem.search_combined(
                     text, long_term_top_k=top_k, short_term_top_k=top_k, recent_days=recent_days,
                     min_score=min_score, time_decay=decay, mode=mode, filters=spec,
+                    include_superseded=include_superseded, as_of=as_of,
                 ).results  # fmt: skip
             return mem.search(
                 text, run_id=run, top_k=top_k, min_score=min_score, time_decay=decay, mode=mode,
                 include_archived=include_archived, filters=spec,
+                include_superseded=include_superseded, as_of=as_of,
             )  # fmt: skip
 
         if smart:

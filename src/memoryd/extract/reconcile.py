@@ -9,33 +9,35 @@ Two reconcilers, one interface:
 * :class:`LLMReconciler` shows the model the candidates under small integer
   ids (0, 1, 2, ...), never UUIDs: models copy short numbers reliably and
   long ids badly, and a made-up id is detected instead of written.
-* :class:`ThresholdReconciler` decides offline from cosine similarity and
-  word overlap (thresholds in ``settings.extract``):
+* :class:`ThresholdReconciler` decides offline, with the words
+  (:func:`memoryd.extract.claims.compare`) of each memory at least
+  ``supersede_similarity`` (0.5) similar to the fact:
 
-  - similarity >= ``update_similarity`` (0.8) and every content word of the
-    fact already in the memory, or similarity >= ``none_similarity`` (0.95)
-    with the same values (numbers, versions, ids): NONE. A near-identical
-    sentence with another port or cluster id is *not* already known;
-  - similarity >= ``update_similarity`` and the same subject (at least
-    ``subject_overlap`` of the shorter text's non-numeric content words
-    shared): UPDATE, the newer fact wins;
-  - otherwise ADD.
+  - the memory already says it (a paraphrase, or a fact it contains): NONE;
+  - same subject (qualifiers such as staging / production included) and
+    attribute, a new value: UPDATE, which :meth:`memoryd.core.Memory.add`
+    writes as a *supersession*: the new fact is a new memory, the old one is
+    kept in state ``superseded``, linked both ways and closed
+    (``valid_until``);
+  - anything else: ADD. Distinct facts about similar things are never merged.
 
   It never emits DELETE: telling "no longer true" from "related" needs
-  language understanding, and a wrong DELETE hides a memory. An UPDATE keeps
-  the old text in history, so nothing is lost either way.
+  language understanding, and a wrong DELETE hides a memory.
+
+With an LLM, its UPDATE is written the same way (a supersession), so both
+paths keep the old value, closed, in history.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from memoryd.extract.ask import InvalidAnswer, ask_json
+from memoryd.extract.claims import Verdict, compare
 from memoryd.extract.prompts import RECONCILE_PROMPT
 from memoryd.llm import LLM, ChatMessage
 from memoryd.models import Event
@@ -73,35 +75,6 @@ class Reconciler(Protocol):
 
 
 # -- offline ---------------------------------------------------------------------------------
-_TOKEN = re.compile(r"[\w][\w.:/@#+-]*[\w]|\w", re.UNICODE)
-_STOPWORDS = frozenset(
-    """a an the and or but if then so of to in on at by for with from into onto over under
-    about as is are was were be been being am do does did doing have has had having it its
-    this that these those there here i me my we our you your he him his she her they them
-    their what which who whom when where why how all any both each few more most other some
-    such no nor not only own same than too very can will just should now also still again
-    up down out off via per using use used uses now today yesterday tomorrow""".split()  # noqa: SIM905
-)
-
-
-def content_tokens(text: str) -> set[str]:
-    return {
-        t.casefold().rstrip(".:")
-        for t in _TOKEN.findall(text)
-        if (t.casefold() not in _STOPWORDS and len(t) > 1) or any(ch.isdigit() for ch in t)
-    }
-
-
-def values(tokens: set[str]) -> set[str]:
-    """The tokens carrying values: numbers, versions, ports, ids like prod-eu-1."""
-    return {t for t in tokens if any(ch.isdigit() for ch in t)}
-
-
-def subject_tokens(text: str) -> set[str]:
-    """Content words without values (numbers, versions, times): what a fact is *about*."""
-    return {t for t in content_tokens(text) if not any(ch.isdigit() for ch in t)}
-
-
 class ThresholdReconciler:
     def __init__(self, settings: ExtractSettings) -> None:
         self.settings = settings
@@ -111,71 +84,44 @@ class ThresholdReconciler:
         decisions: list[Decision] = []
         # ADDs of this batch, so a later duplicate in the same input is NONE
         added: list[NewFact] = []
-        added_vectors: list[np.ndarray] = []
-        tokens: dict[str, set[str]] = {}  # text -> content tokens, computed once
-
-        def words(text: str) -> set[str]:
-            if text not in tokens:
-                tokens[text] = content_tokens(text)
-            return tokens[text]
-
-        def already_says(memory: str, fact: str, similarity: float) -> bool:
-            """Similar enough, and every content word of the fact in the memory (or,
-            when nearly identical, at least the same values: numbers, versions, ids)."""
-            if similarity < s.update_similarity:
-                return False
-            new, old = words(fact), words(memory)
-            return new <= old or (similarity >= s.none_similarity and values(new) <= values(old))
-
         updated: set[str] = set()
         for fact in facts:
-            twin = None
-            if added:
-                sims = np.stack(added_vectors) @ fact.vector
-                for n in np.flatnonzero(sims >= s.update_similarity):
-                    if already_says(added[n].text, fact.text, float(sims[n])):
-                        twin = added[n]
-                        break
+            twin = next(
+                (
+                    a
+                    for a in added
+                    if compare(fact.text, a.text, float(a.vector @ fact.vector), s.none_similarity)[
+                        0
+                    ]
+                    == Verdict.SAME
+                ),
+                None,
+            )
             if twin is not None:
                 decisions.append(
                     Decision(fact.index, Event.NONE, fact.text, None, f"same as fact {twin.index}")
                 )
                 continue
-            best = fact.similar[0] if fact.similar else None
-            if best is not None and already_says(best[0].text, fact.text, best[1]):
-                known, sim = best
-                decisions.append(
-                    Decision(fact.index, Event.NONE, fact.text, known, f"similarity {sim:.2f}")
-                )
-            elif (
-                best is not None
-                and best[1] >= s.update_similarity
-                and best[0].id not in updated
-                and same_subject(fact.text, best[0].text, s.subject_overlap)
-            ):
-                known, sim = best
-                updated.add(known.id)
-                decisions.append(
-                    Decision(
-                        fact.index,
-                        Event.UPDATE,
-                        fact.text,
-                        known,
-                        f"newer fact on the same subject (similarity {sim:.2f})",
-                    )
-                )
+            same: tuple[Known, str] | None = None
+            newer: tuple[Known, str] | None = None
+            for known, sim in fact.similar:
+                if sim < s.supersede_similarity:
+                    continue
+                verdict, why = compare(fact.text, known.text, sim, s.none_similarity)
+                if verdict == Verdict.SAME:
+                    same = (known, f"{why}; similarity {sim:.2f}")
+                    break
+                if verdict == Verdict.SUPERSEDES and newer is None and known.id not in updated:
+                    newer = (known, f"{why}; similarity {sim:.2f}")
+            if same is not None:
+                decisions.append(Decision(fact.index, Event.NONE, fact.text, same[0], same[1]))
+            elif newer is not None:
+                updated.add(newer[0].id)
+                decisions.append(Decision(fact.index, Event.UPDATE, fact.text, newer[0], newer[1]))
             else:
                 decisions.append(Decision(fact.index, Event.ADD, fact.text, None, "new"))
                 added.append(fact)
-                added_vectors.append(fact.vector)
         return decisions
-
-
-def same_subject(a: str, b: str, overlap: float) -> bool:
-    sa, sb = subject_tokens(a), subject_tokens(b)
-    if not sa or not sb:
-        return False
-    return len(sa & sb) / min(len(sa), len(sb)) >= overlap
 
 
 # -- with an LLM -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 from mcp.server.mcpserver import Context
@@ -104,6 +104,14 @@ class MemoryTools:
             float | None,
             Field(ge=0, le=1, description="drop hits scoring below this (0-1); default: none"),
         ] = None,
+        include_superseded: Annotated[
+            bool,
+            Field(description="also facts a newer fact replaced (old ports, former owners)"),
+        ] = False,
+        as_of: Annotated[
+            datetime | None,
+            Field(description="what was true at this time (ISO 8601), instead of now"),
+        ] = None,
     ) -> dict[str, Any]:
         """Search memory: facts, decisions, preferences, lessons, recent notes and the
         agent's Markdown memory files, ranked by meaning and exact words together.
@@ -118,7 +126,10 @@ class MemoryTools:
         like memory/2026-03-27.md#L12-L30 that memory_get can open.
         """
         scope = self._begin(ctx, "memory_search")
-        hits = self._search(scope, query, top_k, tier, category, recent_days, min_score)
+        hits = self._search(
+            scope, query, top_k, tier, category, recent_days, min_score,
+            {"include_superseded": include_superseded, "as_of": as_of},
+        )  # fmt: skip
         _note(ctx, count=len(hits), top_score=round(hits[0].score, 4) if hits else None)
         return {"scope": _ids(scope), "results": [h.brief() for h in hits]}
 
@@ -522,12 +533,15 @@ class MemoryTools:
         category: str | None,
         recent_days: int,
         min_score: float | None,
+        when: dict[str, Any] | None = None,
     ) -> list[HitOut]:
-        """One ranked list; ``combined`` is long-term plus the recent short-term notes."""
+        """One ranked list; ``combined`` is long-term plus the recent short-term notes.
+        ``when``: include_superseded and as_of, as :meth:`Scope.search` takes them."""
+        when = when or {}
         if tier == "combined":
             both = scope.search_combined(
                 query, long_term_top_k=top_k, short_term_top_k=top_k, recent_days=recent_days,
-                min_score=min_score, filters=FilterSpec(category=category),
+                min_score=min_score, filters=FilterSpec(category=category), **when,
             )  # fmt: skip
             return both.results[:top_k]
         since = self.memory.clock() - timedelta(days=recent_days)
@@ -536,7 +550,7 @@ class MemoryTools:
             if tier == "long_term"
             else FilterSpec(category=category, memory_type="short_term", created_after=since)
         )
-        return scope.search(query, top_k=top_k, min_score=min_score, filters=spec)
+        return scope.search(query, top_k=top_k, min_score=min_score, filters=spec, **when)
 
 
 def _ids(scope: Scope) -> dict[str, str | None]:

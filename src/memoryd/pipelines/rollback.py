@@ -76,7 +76,10 @@ def undo_changes(memory: Memory, entries: list[HistoryEntry], *, actor: str, rea
                     continue
                 memory.update(record.id, h.old_text, actor=actor, reason=reason)
                 done.reverted += 1
-            elif h.event in (Event.DELETE, Event.ARCHIVE) and record.state != State.ACTIVE:
+            elif (
+                h.event in (Event.DELETE, Event.ARCHIVE, Event.SUPERSEDE)
+                and record.state != State.ACTIVE
+            ):
                 memory.restore(record.id, actor=actor)
                 done.restored += 1
         release_keys(memory, {e.actor for e in entries if e.actor})

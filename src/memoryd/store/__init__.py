@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -30,6 +31,8 @@ from memoryd.settings import StoreSettings
 
 class Store(Protocol):
     url: str
+    #: stamps updated_at and history times (``Memory`` sets its own clock here)
+    clock: Callable[[], datetime]
 
     # -- lifecycle and small state -------------------------------------------------
     def close(self) -> None: ...

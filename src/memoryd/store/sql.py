@@ -211,6 +211,9 @@ class SQLStore:
     """
 
     dialect: Dialect
+    #: what stamps ``updated_at`` and history times: ``Memory`` gives the store its own
+    #: clock, so a test or a benchmark that moves the clock sees every write at its time
+    clock: Callable[[], datetime] = staticmethod(utcnow)
     t_memories = "memories"
     t_history = "history"
     t_cache = "embed_cache"
@@ -378,7 +381,7 @@ class SQLStore:
             json.dumps(new.metadata, ensure_ascii=False) if new else None,
             actor,
             reason,
-            self.dialect.time_in(utcnow()),
+            self.dialect.time_in(self.clock()),
         )
 
     def _insert_history(self, conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -498,7 +501,7 @@ class SQLStore:
             if old is None:
                 raise NotFoundError(f"no memory with id {record.id}", "check the id with list")
             record.hash = content_hash(record.text)
-            record.updated_at = utcnow()
+            record.updated_at = self.clock()
             self._rewrite(conn, record)
             self._insert_history(
                 conn,
@@ -532,7 +535,7 @@ class SQLStore:
             old = self._get_for_update(conn, memory_id)
             if old is None:
                 raise NotFoundError(f"no memory with id {memory_id}", "check the id with list")
-            now = utcnow()
+            now = self.clock()
             conn.execute(
                 f"UPDATE {self.t_memories} SET state = {m}, updated_at = {m} WHERE id = {m}",
                 (str(state), self.dialect.time_in(now), memory_id),

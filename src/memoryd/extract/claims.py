@@ -1,0 +1,277 @@
+"""Same subject, same attribute, new value? The offline test for supersession.
+
+Without an LLM, :class:`~memoryd.extract.reconcile.ThresholdReconciler` asks
+:func:`compare` of a new fact and each similar memory. Cosine similarity says
+two facts are *about* similar things; it cannot tell "staging moved to port
+6432" (a change of the staging port) from "production PostgreSQL port 5432"
+(another database). The words can:
+
+* **qualifiers** (``staging`` / ``production``, ``EU`` / ``US``, ``dev``): a
+  fact about another environment or region is another subject: ADD;
+* **attributes** (port, version, timeout, replicas, owner, ...): two different
+  attributes of one subject are two facts: ADD;
+* the other **content words** split in two places by the fact's relation verb
+  ("The ingestion service | uses | aiohttp"; "Ravi | owns | the search service"
+  reversed): words that differ on the subject side are another subject (ADD),
+  words that differ on the value side are a new value (UPDATE). For relations
+  that hold many values at once (uses, prefers, likes) a new value is a change
+  only when the fact says so ("now", "switched", "instead", "over", "from X");
+* **values** (numbers, versions, times, percentages, ids like prod-eu-2) that
+  differ, of the same kind, with the subject and attribute unchanged: UPDATE;
+* nothing differs (a paraphrase, or a fact the memory already says): NONE.
+
+Measured on ``tests/data/supersede_pairs.json`` (70 labelled pairs) by
+``tests/test_supersede.py``; the figures are in the README ("How memoryd
+decides what is current").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    SAME = "same"  # the memory already says it (NONE)
+    SUPERSEDES = "supersedes"  # same subject and attribute, a new value (UPDATE)
+    DISTINCT = "distinct"  # another fact (ADD)
+
+
+_RAW = re.compile(r"[\w#][\w.:/@#%+-]*[\w%]|[\w#]", re.UNICODE)
+_STOP = frozenset(
+    """a an the and or but if then so of to in on at by for with from into onto over under
+    about as it its this that these those there here i me my we our you your he him his
+    she her they them their what which who whom when where why how all any both each few
+    more most other some such no nor not only own same than too very can will just should
+    also still again up down out off via per now today currently instead anymore longer
+    please do does did be been being am have having""".split()  # noqa: SIM905
+)
+#: Verbs that say a value changed; the new fact carrying one is a change, not an addition.
+_CHANGE = frozenset(
+    """moved move switched switch changed change migrated migrate upgraded upgrade downgraded
+    raised lowered increased decreased reduced bumped scaled replaced became become updated
+    rotated renamed""".split()  # noqa: SIM905
+)
+#: Relation verbs: the words after one are the value ("X is on port 5432").
+_RELATION = frozenset(
+    """is are was were runs run running listens listen lives live sits hosted deployed located
+    set starts start begins ends gets get has have had go goes built owned maintained led
+    managed called named costs takes points points lands serves""".split()  # noqa: SIM905
+)
+#: Relations that hold many values at once: a new value is a change only when said to be.
+_MULTI = frozenset(
+    """uses use using prefers prefer preferred likes like loves love enjoys enjoy hates
+    hate supports support includes include wants want""".split()  # noqa: SIM905
+)
+#: Relations whose value comes first ("Ravi owns the search service").
+_INVERSE = frozenset(["owns", "own", "maintains", "maintain", "leads", "lead", "manages", "manage"])
+#: Words that say an old value is being replaced ("now", "instead", "over", "not").
+_SIGNAL = frozenset(["now", "instead", "anymore", "longer", "over", "not", "no"])
+_QUALIFIERS = frozenset(
+    """staging production dev development test testing qa uat local sandbox preview demo
+    eu emea apac asia europe americas primary secondary""".split()  # noqa: SIM905
+)
+_UPPER_QUALIFIERS = frozenset({"US", "UK"})  # only when written in capitals (not "us")
+_ATTRIBUTES = frozenset(
+    """port version owner manager lead timeout ttl limit replica broker node partition row
+    connection memory size disk cpu region zone branch host hostname url address endpoint
+    theme language editor font timezone schedule deadline budget price quota retention
+    interval threshold latency throughput rate password key token shard worker thread""".split()  # noqa: SIM905
+)
+_UNITS = frozenset(
+    """second seconds sec secs s minute minutes min mins hour hours h day days week weeks
+    ms gb mb kb tb million thousand k m request requests rps qps percent utc""".split()  # noqa: SIM905
+)
+_SYNONYMS = {
+    "db": "database",
+    "prod": "production",
+    "stage": "staging",
+    "postgres": "postgresql",
+    "pg": "postgresql",
+    "k8s": "kubernetes",
+    "repo": "repository",
+    "config": "configuration",
+    "svc": "service",
+    "likes": "prefers",
+}
+#: Verbs that name their attribute ("is owned by Ravi" is about the owner).
+_VERB_ATTRIBUTE = {
+    "owned": "owner",
+    "owns": "owner",
+    "own": "owner",
+    "maintained": "owner",
+    "maintains": "owner",
+    "maintain": "owner",
+    "managed": "manager",
+    "manages": "manager",
+    "manage": "manager",
+    "led": "lead",
+    "leads": "lead",
+}
+#: A generic word that names any of these: "the staging database" is "staging PostgreSQL".
+_KINDS = {"database": frozenset({"postgresql", "mysql", "mariadb", "mongodb", "sqlite"})}
+
+
+@dataclass
+class Claim:
+    """A fact's words, sorted into the parts :func:`compare` weighs."""
+
+    qualifiers: set[str] = field(default_factory=set)
+    attributes: set[str] = field(default_factory=set)
+    values: set[str] = field(default_factory=set)
+    words: set[str] = field(default_factory=set)  # other content words
+    slot: set[str] = field(default_factory=set)  # the words on the value side of the relation
+    purpose: set[str] = field(default_factory=set)  # "... for HTTP calls": what the value is for
+    old: set[str] = field(default_factory=set)  # "from X": the value the fact replaces
+    multi: bool = False  # its relation holds many values (uses, prefers)
+    changes: bool = False  # it says a value changed (moved, now, instead, ...)
+
+
+def _norm(token: str) -> str:
+    t = token.casefold().rstrip(".:,;")
+    t = t.removesuffix("'s").removesuffix("’s")
+    t = _SYNONYMS.get(t, t)
+    if len(t) > 4 and t.endswith("s") and not t.endswith(("ss", "us", "is")) and t.isalpha():
+        t = t[:-1]  # brokers -> broker, replicas -> replica
+    return t
+
+
+def _is_value(token: str) -> bool:
+    return any(ch.isdigit() for ch in token)
+
+
+def value_kind(token: str) -> str:
+    """time, percent, version, number or id: two values are comparable when of one kind."""
+    if re.fullmatch(r"\d{1,2}:\d{2}(?::\d{2})?", token):
+        return "time"
+    if token.endswith("%"):
+        return "percent"
+    if re.fullmatch(r"v?\d+(?:\.\d+)+", token):
+        return "version"
+    if re.fullmatch(r"\d+(?:[.,]\d+)?[kmgt]?b?", token):
+        return "number"
+    return "id"
+
+
+def claim(text: str) -> Claim:
+    """Sort the words of ``text``: qualifiers, attributes, values, other words, the value side."""
+    raw = _RAW.findall(text)
+    c = Claim()
+    pivot: int | None = None
+    inverse = False
+    for n, token in enumerate(raw):
+        low = token.casefold()
+        if pivot is None and (low in _RELATION or low in _MULTI or low in _CHANGE):
+            pivot, c.multi = n, low in _MULTI
+        if pivot is None and low in _INVERSE:
+            pivot, inverse = n, True
+        if low in _CHANGE or low in _SIGNAL:
+            c.changes = True
+        if low in _VERB_ATTRIBUTE:
+            c.attributes.add(_VERB_ATTRIBUTE[low])
+    # "from X to Y" / "instead of X": X is the value being replaced
+    after_from = False
+    purpose = False
+    for n, token in enumerate(raw):
+        low = token.casefold()
+        if low in ("from", "of") and n > 0 and raw[n - 1].casefold() in _CHANGE | {"instead"}:
+            after_from = True
+            continue
+        if low == "to" and after_from:
+            after_from = False
+            continue
+        if low == "for" and pivot is not None and n > pivot:
+            purpose = True  # "uses pydantic for validation": what it is for is subject
+        t = _norm(token)
+        if after_from and t not in _STOP:
+            c.old.add(t)
+            continue
+        if low in _STOP or low in _CHANGE or low in _RELATION or low in _MULTI or low in _INVERSE:
+            continue
+        if len(t) < 2 and not _is_value(t):
+            continue
+        if _is_value(t):
+            c.values.add(t)
+        elif t in _QUALIFIERS or token in _UPPER_QUALIFIERS:
+            c.qualifiers.add(t)
+        elif t in _ATTRIBUTES:
+            c.attributes.add(t)
+        elif t in _UNITS:
+            continue
+        else:
+            c.words.add(t)
+            on_value_side = pivot is not None and (n < pivot if inverse else n > pivot)
+            if on_value_side and not purpose:
+                c.slot.add(t)
+            elif purpose:
+                c.purpose.add(t)
+    return c
+
+
+def _kinds(values: set[str]) -> set[str]:
+    return {value_kind(v) for v in values} | (
+        {"number"} if any(value_kind(v) == "version" for v in values) else set()
+    )
+
+
+def _drop_kinds(a: set[str], b: set[str]) -> tuple[set[str], set[str]]:
+    """Words of one side that the other names by kind ("database" / "postgresql")."""
+    a, b = set(a), set(b)
+    for kind, names in _KINDS.items():
+        if kind in a and b & names:
+            a.discard(kind)
+            b -= names
+        elif kind in b and a & names:
+            b.discard(kind)
+            a -= names
+    return a, b
+
+
+def compare(
+    new: str, old: str, similarity: float = 0.0, same_at: float = 1.0
+) -> tuple[Verdict, str]:
+    """What ``new`` does to the memory ``old``, and why (for the history's reason).
+
+    ``similarity`` (cosine of the two) at or above ``same_at`` makes a fact that only
+    rewords the memory, with no new value, the same fact ("happens on Tuesday")."""
+    n, o = claim(new), claim(old)
+    if n.qualifiers != o.qualifiers:
+        return Verdict.DISTINCT, "another environment or region"
+    if n.attributes and o.attributes and not n.attributes & o.attributes:
+        return Verdict.DISTINCT, "another attribute"
+    replaced = bool(n.old) and n.old <= (o.words | o.values | o.attributes)
+    only_new, only_old = _drop_kinds(n.words - o.words - n.old, o.words - n.words)
+    new_values, old_values = n.values - o.values - n.old, o.values - n.values
+    if only_new and only_old:
+        # both sides say something the other does not: another subject, or a new value
+        if replaced and not (only_new - n.slot - n.purpose or only_old - o.slot - o.purpose):
+            return Verdict.SUPERSEDES, "same subject, the value it names replaced"
+        if not (only_new <= n.slot and only_old <= o.slot):
+            return Verdict.DISTINCT, "another subject"
+        if n.attributes != o.attributes and not n.attributes & o.attributes:
+            return Verdict.DISTINCT, "a value of another attribute"
+        if n.multi and o.multi and not (n.changes or replaced):
+            return Verdict.DISTINCT, "one more value of a relation that holds many"
+        if new_values and old_values and not _kinds(new_values) & _kinds(old_values):
+            return Verdict.DISTINCT, "values of another kind"
+        return Verdict.SUPERSEDES, "same subject, a new value"
+    if new_values and old_values:
+        if only_new and not replaced:
+            return Verdict.DISTINCT, "a more specific subject"
+        if n.attributes - o.attributes:  # the old fact may name it, the new one may not
+            return Verdict.DISTINCT, "a value of another attribute"
+        if not _kinds(new_values) & _kinds(old_values):
+            return Verdict.DISTINCT, "values of another kind"
+        if not (n.words | n.attributes | n.qualifiers) & (o.words | o.attributes | o.qualifiers):
+            return Verdict.DISTINCT, "nothing in common but the kind of value"
+        return Verdict.SUPERSEDES, "same subject and attribute, a new value"
+    if (new_values and not old_values) or only_new:
+        if replaced or (n.changes and only_new and only_new <= n.slot):
+            return Verdict.SUPERSEDES, "same subject, the value replaced"
+        if similarity >= same_at and not new_values:
+            return Verdict.SAME, f"reworded (similarity {similarity:.2f})"
+        return Verdict.DISTINCT, "says more than the memory"
+    if replaced:
+        return Verdict.SUPERSEDES, "same subject, the value replaced"
+    return Verdict.SAME, "already said"

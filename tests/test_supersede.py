@@ -1,0 +1,267 @@
+"""Facts with time (issue 31, item 1): a newer fact on the same subject and attribute
+supersedes the older one (kept, closed, linked, in history); distinct facts are never
+merged. Real model, real store; the LLM path through the fake OpenAI-protocol server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from memoryd.core import Memory
+from memoryd.embed import Embedder
+from memoryd.extract import Known, NewFact, ThresholdReconciler
+from memoryd.extract.claims import Verdict, compare
+from memoryd.models import Event, Filters, Origin, State
+from memoryd.settings import ExtractSettings, Settings
+from tests.fake_llm import FakeLLM
+
+PAIRS = json.loads((Path(__file__).parent / "data" / "supersede_pairs.json").read_text())
+
+
+def _scores(pairs: list[list[str]], embedder: Embedder) -> tuple[float, float, float, list[str]]:
+    """Precision and recall of UPDATE (supersede), accuracy over all three labels, and
+    the mistakes, deciding each pair as ``Memory.add`` does: through the offline
+    reconciler with the real model's similarity."""
+    reconciler = ThresholdReconciler(ExtractSettings())
+    tp = fp = fn = right = 0
+    wrong = []
+    for old, new, label in pairs:
+        v_old, v_new = embedder.embed([old, new])
+        sim = float(v_old @ v_new)
+        (d,) = reconciler.decide([NewFact(0, new, v_new, [(Known(0, "m", old), sim)])])
+        got = d.event.value
+        right += got == label
+        tp += got == label == "UPDATE"
+        fp += got == "UPDATE" != label
+        fn += label == "UPDATE" != got
+        if got != label:
+            wrong.append(f"{label} -> {got}: {old!r} / {new!r} ({d.reason})")
+    return tp / max(1, tp + fp), tp / max(1, tp + fn), right / len(pairs), wrong
+
+
+def test_supersede_precision_and_recall_on_labelled_pairs(embedder: Embedder) -> None:
+    precision, recall, accuracy, wrong = _scores(PAIRS["pairs"], embedder)
+    print(f"\ndevelopment pairs: P {precision:.3f} R {recall:.3f} accuracy {accuracy:.3f}")
+    assert len(PAIRS["pairs"]) >= 60
+    assert precision >= 0.95 and recall >= 0.95, wrong
+    precision, recall, accuracy, wrong = _scores(PAIRS["held_out"], embedder)
+    print(f"held-out pairs: P {precision:.3f} R {recall:.3f} accuracy {accuracy:.3f}", wrong)
+    assert precision >= 0.9 and recall >= 0.9, wrong
+
+
+def test_qualifiers_attributes_and_values_decide() -> None:
+    assert compare("The staging PostgreSQL port is 5434.", "The production PostgreSQL port is 5432.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("Staging moved to port 6432.", "The staging database is on port 5432.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Mei owns the search service now.", "Ravi owns the search service.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Ravi owns the billing service.", "Ravi owns the search service.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("The user prefers bullet lists.", "The user prefers dark mode.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("Staging DB runs on port 5433.", "The staging database runs on port 5433.")[0] == Verdict.SAME  # fmt: skip
+
+
+SERVICES = ["search", "ingest", "billing", "auth", "gateway"]
+ENVS = ["staging", "production"]
+OWNERS = ["Ravi", "Mei", "Leo", "Kenji", "Sofia", "Omar", "Priya", "Tom", "Ana", "Jon"]
+
+
+def _distinct_facts() -> list[str]:
+    """50 facts about similar things: five services, two environments, five attributes."""
+    facts = []
+    for s, service in enumerate(SERVICES):
+        for e, env in enumerate(ENVS):
+            n = s * 2 + e
+            facts += [
+                f"The {env} {service} service runs on port {9200 + 100 * s + e}.",
+                f"The {env} {service} service has {2 + n} replicas.",
+                f"The {env} {service} service uses Python 3.{8 + n % 5}.",
+                f"The owner of the {env} {service} service is {OWNERS[n]}.",
+                f"The {env} {service} service timeout is {10 + 5 * n} seconds.",
+            ]
+    return facts
+
+
+CHANGES = [  # (index of the fact it changes, the new fact)
+    (0, "The staging search service moved to port 9250."),
+    (6, "The production search service now has 8 replicas."),
+    (12, "The staging ingest service was upgraded to Python 3.13."),
+    (18, "The owner of the production ingest service is now Ana."),
+    (24, "The staging billing service timeout was lowered to 5 seconds."),
+    (25, "The production billing service now runs on port 9450."),
+    (31, "The staging auth service was scaled to 12 replicas."),
+    (38, "The owner of the production auth service is Jon now."),
+    (44, "The staging gateway service timeout is now 90 seconds."),
+    (45, "The production gateway service moved to port 9650."),
+]
+
+
+def test_fifty_distinct_facts_stay_and_ten_changes_supersede(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    facts = _distinct_facts()
+    assert len(set(facts)) == 50
+    ids = []
+    for fact in facts:
+        (event,) = memory.add(fact, user_id="u", agent_id="ops", infer=True)
+        assert event.event == Event.ADD, (fact, event)
+        ids.append(event.id)
+        clock.advance(minutes=5)
+    assert memory.count(Filters(user_id="u")) == 50
+
+    clock.advance(days=3)
+    changed_at = clock()
+    for n, text in CHANGES:
+        (event,) = memory.add(text, user_id="u", agent_id="ops", infer=True)
+        assert (event.event, event.previous_memory) == (Event.UPDATE, facts[n]), text
+        old = memory.get(ids[n])
+        assert old.state == State.SUPERSEDED and old.superseded_by == event.id
+        assert old.valid_until == changed_at
+        new = memory.get(event.id)  # type: ignore[arg-type]
+        assert new.metadata["supersedes"] == ids[n] and new.valid_from == changed_at
+        assert new.origin == Origin.FACT and new.state == State.ACTIVE
+        assert [h.event for h in memory.history(ids[n])] == [Event.ADD, Event.SUPERSEDE]
+    # 50 current facts (40 untouched, 10 new values), 10 superseded kept
+    assert memory.count(Filters(user_id="u")) == 50
+    assert memory.count(Filters(user_id="u", states=[State.SUPERSEDED])) == 10
+
+    old_text, new_text = facts[0], CHANGES[0][1]
+    hits = memory.search("staging search service port", user_id="u", agent_id="ops")
+    texts = [h.text for h in hits]
+    assert texts[0] == new_text and old_text not in texts
+    wide = memory.search(
+        "staging search service port", user_id="u", agent_id="ops", include_superseded=True
+    )
+    assert old_text in [h.text for h in wide]
+    # as of a day before the change: the old value, not the new one
+    then = memory.search(
+        "staging search service port",
+        user_id="u",
+        agent_id="ops",
+        as_of=changed_at - timedelta(days=1),
+    )
+    assert then[0].text == old_text and new_text not in [h.text for h in then]
+    combined = memory.search_combined("staging search service port", user_id="u", agent_id="ops")
+    assert old_text not in [h.text for h in combined.results]
+
+
+def test_the_same_change_twice_is_known_and_a_third_value_supersedes_again(
+    memory: Memory, clock
+) -> None:  # type: ignore[no-untyped-def]
+    first = memory.add("The staging database is on port 5432.", user_id="u", infer=True)[0]
+    clock.advance(days=7)
+    second = memory.add("Staging Postgres moved to port 6432.", user_id="u", infer=True)[0]
+    again = memory.add("Staging Postgres moved to port 6432.", user_id="u", infer=True)[0]
+    assert second.event == Event.UPDATE and (again.event, again.id) == (Event.NONE, second.id)
+    clock.advance(days=7)
+    third = memory.add("The staging database port changed to 6543.", user_id="u", infer=True)[0]
+    assert third.event == Event.UPDATE and third.previous_memory == second.memory
+    chain = [memory.get(i) for i in (first.id, second.id, third.id)]  # type: ignore[arg-type]
+    assert [r.state for r in chain] == [State.SUPERSEDED, State.SUPERSEDED, State.ACTIVE]
+    assert chain[0].superseded_by == chain[1].id and chain[1].superseded_by == chain[2].id
+    assert chain[0].valid_until == chain[1].valid_from
+    current = memory.list(user_id="u")
+    assert [r.text for r in current] == ["The staging database port changed to 6543."]
+
+
+# -- with an LLM: the same contract ----------------------------------------------------------
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def test_an_llm_update_supersedes_too(
+    settings: Settings, embedder: Embedder, clock, fake: FakeLLM
+) -> None:  # type: ignore[no-untyped-def]
+    settings.llm.provider = "openai"
+    settings.llm.openai.base_url = fake.url
+    with Memory(settings, embedder=embedder, clock=clock) as mem:
+        fake.script(json.dumps({"facts": ["The ingestion service uses aiohttp."]}))
+        (old,) = mem.add("the ingestion service uses aiohttp", user_id="u", infer=True)
+        clock.advance(days=2)
+        fake.script(
+            json.dumps({"facts": ["The ingestion service now uses httpx."]}),
+            json.dumps(
+                {
+                    "decisions": [
+                        {
+                            "fact": 0,
+                            "event": "UPDATE",
+                            "id": 0,
+                            "text": "The ingestion service uses httpx.",
+                            "reason": "switched library",
+                        }
+                    ]
+                }
+            ),
+        )
+        (new,) = mem.add("we moved ingestion to httpx", user_id="u", infer=True)
+        assert new.event == Event.UPDATE and new.id != old.id
+        kept = mem.get(old.id)  # type: ignore[arg-type]
+        assert kept.state == State.SUPERSEDED and kept.superseded_by == new.id
+        assert kept.valid_until == clock()
+        assert "switched library" in (mem.history(old.id)[-1].reason or "")  # type: ignore[arg-type]
+        hits = mem.search("ingestion http library", user_id="u")
+        assert [h.text for h in hits] == ["The ingestion service uses httpx."]
+
+
+# -- every face: HTTP, MCP, CLI (local and --url) ----------------------------------------------
+def test_superseded_facts_on_request_on_every_face(
+    memory: Memory, clock, live_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+    from typer.testing import CliRunner
+
+    from memoryd.api import create_app
+    from memoryd.cli import app
+    from tests.mcp_client import McpSession
+
+    old = memory.add("The staging database is on port 5432.", user_id="u", infer=True)[0]
+    clock.advance(days=10)
+    new = memory.add("The staging database moved to port 6432.", user_id="u", infer=True)[0]
+    assert new.event == Event.UPDATE
+    query = "staging database port"
+    before = (clock() - timedelta(days=5)).isoformat()
+    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
+    monkeypatch.setenv("MEMORYD_AUDIT__ENABLED", "false")
+    with live_server(create_app(memory=memory)) as server:
+
+        def http(**extra: object) -> list[str]:
+            body = {"query": query, "user_id": "u", **extra}
+            found = httpx.post(f"{server.url}/memory/search", json=body).json()["results"]
+            return [h["id"] for h in found]
+
+        assert old.id not in http() and http()[0] == new.id
+        assert old.id in http(include_superseded=True)
+        assert http(as_of=before)[0] == old.id and new.id not in http(as_of=before)
+        body = {"query": query, "user_id": "u", "include_superseded": True}
+        combined = httpx.post(f"{server.url}/memory/search_combined", json=body).json()
+        assert old.id in [h["id"] for h in combined["results"]]
+        (state,) = [h["state"] for h in http_hits(server.url, query) if h["id"] == old.id]
+        assert state == "superseded"
+
+        with McpSession.http(f"{server.url}/mcp", {"X-Memoryd-User": "u"}) as s:
+            plain = s.call("memory_search", query=query)["results"]
+            wide = s.call("memory_search", query=query, include_superseded=True)["results"]
+            then = s.call("memory_search", query=query, as_of=before, tier="long_term")["results"]
+        assert old.id not in [h["id"] for h in plain] and old.id in [h["id"] for h in wide]
+        assert then[0]["id"] == old.id
+
+        runner = CliRunner()
+
+        def cli(*args: str) -> list[str]:
+            result = runner.invoke(
+                app, ["search", query, "--user", "u", "--json", "--url", server.url, *args]
+            )
+            assert result.exit_code == 0, result.output
+            return [h["id"] for h in json.loads(result.output)["results"]]
+
+        assert old.id not in cli() and old.id in cli("--include-superseded")
+        assert cli("--as-of", before[:10])[0] == old.id
+
+
+def http_hits(url: str, query: str) -> list[dict]:
+    import httpx
+
+    body = {"query": query, "user_id": "u", "include_superseded": True}
+    return httpx.post(f"{url}/memory/search", json=body).json()["results"]  # type: ignore[no-any-return]
