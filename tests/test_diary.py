@@ -230,7 +230,7 @@ def test_concurrent_appends_from_processes_never_interleave_and_readers_see_whol
         p.start()
     partial_seen = []
     while any(p.is_alive() for p in procs):
-        text = diary.read_locked(path)
+        text = diary.read_locked(path, WorkspaceFS.of(path.parent, WorkspaceSettings()))
         if text and not text.endswith("\n"):
             partial_seen.append(len(text))
         for section in _sections(text):

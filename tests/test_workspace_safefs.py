@@ -356,6 +356,7 @@ def test_swapping_a_file_for_a_symlink_out_never_leaks_or_writes_outside(
     finally:
         stop.set()
         swapper.join()
+    print(f"race, {ROUNDS} rounds: {seen}")  # shown with pytest -s
     assert problems == []
     assert seen["leaked"] == 0
     assert (outside / "secret.md").read_bytes() == secret_before

@@ -19,8 +19,6 @@ written as an indented list item, so no line of a message can start a new
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -230,21 +228,9 @@ def render_section(
 
 
 # -- reading ------------------------------------------------------------------------
-def read_locked(path: Path) -> str:
+def read_locked(path: Path, fs: WorkspaceFS) -> str:
     """The file's content read under a shared lock: never half a section."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return ""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks).decode("utf-8", "replace")
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+    return fs.read_if_exists(path, shared_lock=True).decode("utf-8", "replace")
 
 
 # -- the pipeline step ------------------------------------------------------------------

@@ -127,7 +127,8 @@ def safe_path(ws: Workspace, path: str) -> Path:
         )
     if posix.is_absolute() or PureWindowsPath(path).drive:
         target = Path(path)
-        if not any(target.is_relative_to(e) for e in ws.fs.bases[1:]):
+        extras = [*ws.fs.bases[1:], *(Path(os.path.realpath(e)) for e in ws.fs.bases[1:])]
+        if not any(target.is_relative_to(e) for e in extras):
             raise InvalidInputError(
                 f"path {path!r} is absolute",
                 'pass a path relative to the agent workspace, e.g. "MEMORY.md"',
@@ -258,7 +259,7 @@ class LockedDiary:
     ``with LockedDiary(path) as diary: diary.append(text)``: each ``append`` is one
     ``write`` followed by ``fsync``; everything done inside the block (checking
     for a repeated turn, recording it) is serialised with every other writer.
-    A writer that replaces the file whole (:func:`memoryd.atomic.replace_bytes`)
+    A writer that replaces the file whole (:meth:`WorkspaceFS.replace_bytes`)
     does so inside this lock, and a writer that was waiting then opens the new
     file, so no append is lost to a replaced one.
     """

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import cached_property
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -133,7 +134,7 @@ class Workspace:
             out.append(p if p.is_absolute() else self.root / p)
         return out
 
-    @property
+    @cached_property
     def fs(self) -> WorkspaceFS:
         """The one door every read and write of this workspace's files goes through."""
         return WorkspaceFS.of(self.root, self.settings)

@@ -92,7 +92,14 @@ class WorkspaceFS:
     # -- checks ---------------------------------------------------------------------------
     def check(self, fd: int, path: Path | str) -> None:
         """Refuse (and close) ``fd`` unless it is inside the allowed roots."""
-        real = fd_path(fd)
+        try:
+            real = fd_path(fd)
+        except OSError as exc:  # no /proc: refuse rather than guess
+            os.close(fd)
+            raise OutsideWorkspaceError(
+                f"cannot tell where {path} leads ({exc.strerror or exc})",
+                "memoryd checks workspace files through /proc/self/fd: mount /proc",
+            ) from None
         if not _inside(real, self.roots):
             os.close(fd)
             log.warning("refused %s: it leads to %s, outside %s", path, real, self.roots)
