@@ -19,6 +19,7 @@ class Turn:
     id: str  # unique within its conversation, e.g. "D3:7"
     speaker: str
     text: str
+    role: str = "user"  # the message role a chat client would send ("assistant" for an agent)
 
 
 @dataclass

@@ -149,7 +149,7 @@ def api_messages(srv: Server, convs: list[Conversation]) -> Search:
                 continue
             when = session.at.isoformat() if session.at else None
             messages = [
-                {"role": "user", "name": t.speaker, "content": t.text, "timestamp": when}
+                {"role": t.role, "name": t.speaker, "content": t.text, "timestamp": when}
                 for t in session.turns
             ]
             results = srv.post(
