@@ -104,15 +104,16 @@ def bare_table(text: str) -> bool:
 
 
 def promoted_lines(memory_md: str, title: str) -> list[str]:
-    """The bullet lines of MEMORY.md's promoted block (after ``title``)."""
-    if title not in memory_md:
-        return []
-    block = memory_md.split(title, 1)[1]
-    out = []
-    for line in block.splitlines():
-        if line.startswith("## "):
-            break
-        if line.lstrip().startswith("- "):
+    """The bullet lines of MEMORY.md's promoted block(s): under ``title``, up to the next
+    heading or the block's end marker."""
+    out: list[str] = []
+    inside = False
+    for line in memory_md.splitlines():
+        if line.startswith("#"):
+            inside = line.strip() == title
+        elif "<!-- /memoryd:promoted" in line:
+            inside = False
+        elif inside and line.lstrip().startswith("- "):
             out.append(line.strip()[2:])
     return out
 
