@@ -201,7 +201,7 @@ def test_cli_http_and_mcp(tmp_path: Path, embedder: Embedder, live_server: Any) 
     m = Memory(settings, embedder=embedder)
     try:
         with live_server(create_app(memory=m)) as server:
-            due = httpx.get(
+            due = httpx.post(
                 f"{server.url}/v1/commitments/due",
                 params={"agent_id": "dev", "channel": "telegram"},
             )

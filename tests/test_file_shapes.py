@@ -24,7 +24,7 @@ ROUTES = {
     ("/v1/flush", "post"): "FlushOut",
     ("/v1/rem-backfill", "post"): "RollbackOut",
     ("/v1/commitments", "get"): "Commitments",
-    ("/v1/commitments/due", "get"): "Commitments",
+    ("/v1/commitments/due", "post"): "Commitments",
     ("/v1/commitments/{commitment_id}/done", "post"): "CommitmentOut",
     ("/v1/index", "post"): "IndexOut",
     ("/v1/workspaces", "get"): "Workspaces",

@@ -413,3 +413,54 @@ def test_reindex_keeps_updated_at_and_history(settings: Any, embedder: Any, cloc
         vector = mem.store.get_embedding(task.id)
         expected = other.embed([after.index_text])[0]
         assert vector is not None and np.allclose(vector, expected, atol=1e-5)
+
+
+# -- no state change on GET ----------------------------------------------------------------------
+
+
+def _recalled(memory: Memory) -> int:
+    from memoryd.recall import summaries
+
+    memory.recalls.flush()
+    return sum(r.count for r in summaries(memory.store, "main"))
+
+
+def test_searches_made_by_a_get_record_no_recalls_and_posts_do(
+    client: httpx.Client, memory: Memory
+) -> None:
+    memory.add("Deploys go through ArgoCD on prod-eu-1", user_id="default", agent_id="main",
+               infer=False)  # fmt: skip
+    r = client.get("/ui/search", params={"q": "how do we deploy", "min": "0"})
+    assert r.status_code == 200 and "ArgoCD" in r.text
+    r = client.get("/v1/context", params={"agent_id": "main", "query": "how do we deploy"})
+    assert r.status_code == 200 and "ArgoCD" in r.text, r.text
+    assert _recalled(memory) == 0
+    body = {"query": "how do we deploy", "user_id": "default", "agent_id": "main"}
+    r = client.post("/memory/search", json=body)
+    assert r.status_code == 200 and "ArgoCD" in r.text
+    assert _recalled(memory) == 1
+
+
+def test_commitments_are_delivered_by_post_only(client: httpx.Client) -> None:
+    params = {"agent_id": "main"}
+    assert client.get("/v1/commitments/due", params=params).status_code == 405
+    r = client.post("/v1/commitments/due", params=params)
+    assert r.status_code == 200 and r.json() == {"results": []}, r.text
+    assert client.get("/v1/commitments", params=params).status_code == 200  # reading stays
+
+
+def test_wiki_gets_never_compile_the_vault(client: httpx.Client, tmp_path: Path) -> None:
+    (tmp_path / "ws-main").mkdir()
+    (tmp_path / "ws-main" / "MEMORY.md").write_text("# Memory\n\n- Orion's staging port is 5433\n")
+    params = {"agent_id": "main"}
+    r = client.get("/v1/wiki/search", params={**params, "q": "staging port"})
+    assert r.status_code == 200 and r.json() == {"results": []}, r.text
+    r = client.get("/v1/wiki/pages/Orion", params=params)
+    assert r.status_code == 404 and "POST /v1/wiki/compile" in r.json()["hint"], r.text
+    r = client.get("/v1/wiki/lint", params=params)
+    assert r.status_code == 200 and r.json()["problems"][0]["kind"] == "uncompiled", r.text
+    assert not (tmp_path / "ws-main" / "wiki").exists()
+    r = client.post("/v1/wiki/compile", json=params)
+    assert r.status_code == 200, r.text
+    r = client.get("/v1/wiki/search", params={**params, "q": "staging port"})
+    assert r.status_code == 200 and r.json()["results"], r.text

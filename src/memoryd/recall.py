@@ -28,6 +28,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -130,6 +131,12 @@ class _Event:
     when: datetime
 
 
+#: False while an HTTP GET is answered (memoryd.api.guard): a GET changes nothing, and a
+#: link on any site can make a browser send one, so its searches (the dashboard's search
+#: page, ``GET /v1/context``) are not recalls that promotion would count.
+RECORDING: ContextVar[bool] = ContextVar("memoryd_recording_recalls", default=True)
+
+
 class RecallLog:
     """Buffers recall events of one ``Memory`` and folds them into the store."""
 
@@ -142,7 +149,7 @@ class RecallLog:
 
     def record(self, query: str, hits: Sequence[SearchHit], when: datetime) -> None:
         """Note that ``query`` returned ``hits`` (relevance before time decay counts)."""
-        if not self.enabled or not hits:
+        if not self.enabled or not hits or not RECORDING.get():
             return
         qhash = query_hash(query)
         events = [

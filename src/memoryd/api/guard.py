@@ -19,6 +19,9 @@
   except a top-level navigation to a page (a link to the dashboard), whose
   answer the other site cannot read. Clients that are not browsers (the CLI,
   MCP clients, the OpenClaw plugin, curl) send neither header and pass.
+  Since such a navigation passes, no GET changes anything: commitments are
+  delivered by ``POST /v1/commitments/due``, the wiki is compiled by POSTs only,
+  and searches made while a GET is answered record no recalls (``recall.RECORDING``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memoryd.access import AuthenticationError, authenticate
 from memoryd.errors import MemorydError
+from memoryd.recall import RECORDING
 from memoryd.settings import Settings
 
 MAX_SEGMENT = 255
@@ -92,6 +96,13 @@ class GuardMiddleware:
             if problem is not None:
                 await _answer(send, 422, "InvalidInputError", *problem)
                 return
+        if scope.get("method") in ("GET", "HEAD"):
+            reading = RECORDING.set(False)  # a GET changes nothing: its searches are no recalls
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                RECORDING.reset(reading)
+            return
         await self.app(scope, receive, send)
 
     # -- the browser --------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 A vault lives in an agent's workspace, which belongs to ``workspace.user_id``
 and the agent: every route checks the caller's key against that pair first.
+The GETs only read: a vault never compiled is compiled by ``POST /compile`` or
+``/apply`` (or MCP, the CLI), never by a GET a link from another site can cause.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ from pydantic import Field
 from memoryd import wiki
 from memoryd.api.auth import Principal, principal
 from memoryd.api.routes_workspace import AgentBody, on_files
+from memoryd.errors import NotFoundError
 from memoryd.file_shapes import CompileOut, WikiApplied, WikiHits, WikiPage, WikiProblems
 from memoryd.scope import AgentFiles
 
 router = APIRouter(prefix="/v1/wiki", tags=["wiki"])
+#: the GETs read a compiled vault and never compile one (a GET changes nothing)
+_UNCOMPILED = "the wiki of agent {!r} has not been compiled yet"
+_COMPILE_HINT = "compile it first: POST /v1/wiki/compile, or memoryd wiki compile"
 
 
 class CompileBody(AgentBody):
@@ -42,9 +48,13 @@ async def search(
     limit: int = Query(default=10, ge=1, le=100),
     p: Principal = Depends(principal),
 ) -> dict[str, Any]:
-    """Claims matching ``q``, best first, each with its page, status and evidence."""
+    """Claims matching ``q``, best first, each with its page, status and evidence
+    (none while the vault was never compiled: a GET compiles nothing)."""
     return await on_files(
-        request, p, agent_id, lambda files: {"results": files.wiki_search(q, limit)}
+        request,
+        p,
+        agent_id,
+        lambda files: {"results": files.wiki_search(q, limit) if files.wiki_compiled() else []},
     )
 
 
@@ -53,7 +63,13 @@ async def get_page(
     request: Request, page: str, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """One page (by title, or by the id of one of its claims): its claims and its Markdown."""
-    return await on_files(request, p, agent_id, lambda files: {"result": files.wiki_get(page)})
+
+    def run(files: AgentFiles) -> dict[str, Any]:
+        if not files.wiki_compiled():
+            raise NotFoundError(_UNCOMPILED.format(agent_id), _COMPILE_HINT)
+        return {"result": files.wiki_get(page)}
+
+    return await on_files(request, p, agent_id, run)
 
 
 class ApplyBody(AgentBody):
@@ -89,4 +105,11 @@ async def lint(
     request: Request, agent_id: str, p: Principal = Depends(principal)
 ) -> dict[str, Any]:
     """Broken links, claims without evidence, contradictions, stale and orphan pages."""
-    return await on_files(request, p, agent_id, lambda files: {"problems": files.wiki_lint()})
+
+    def run(files: AgentFiles) -> dict[str, Any]:
+        if not files.wiki_compiled():
+            problem = f"{_UNCOMPILED.format(agent_id)}: {_COMPILE_HINT}"
+            return {"problems": [{"kind": "uncompiled", "where": "wiki/", "message": problem}]}
+        return {"problems": files.wiki_lint()}
+
+    return await on_files(request, p, agent_id, run)

@@ -201,7 +201,7 @@ async def rem_backfill(
     return await on_files(request, p, body.agent_id, run)
 
 
-@router.get("/commitments/due", response_model=Commitments)
+@router.post("/commitments/due", response_model=Commitments)
 async def commitments_due(
     request: Request,
     agent_id: str,
@@ -209,7 +209,8 @@ async def commitments_due(
     p: Principal = Depends(principal),
 ) -> dict[str, Any]:
     """The agent's inferred follow-ups that are due now (in ``channel``), marked delivered:
-    call it from the agent's heartbeat."""
+    call it from the agent's heartbeat. A POST, as it changes them (a GET never changes
+    anything); ``GET /v1/commitments?status=pending`` only reads."""
 
     def run(files: AgentFiles) -> dict[str, Any]:
         due = files.commitments(due=True, channel=channel)

@@ -13,7 +13,7 @@ keeps the agent, the channel of the turn that made it (the diary heading's
 from. At most ``max_per_day`` are inferred per agent and day.
 
 They are delivered through a heartbeat: ``memoryd commitments due``,
-``GET /v1/commitments/due`` or the MCP tool ``commitments_due`` return what is
+``POST /v1/commitments/due`` or the MCP tool ``commitments_due`` return what is
 due for an agent (and channel) and mark it delivered; ``done`` closes one; one
 not closed ``expire_after_hours`` after it was due expires. Commitments live in
 the store's key/value table (``commitments:<agent>``), never in ``MEMORY.md``,

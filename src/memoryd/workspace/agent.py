@@ -20,6 +20,8 @@ from memoryd.pipelines.backfill import BackfillReport, RollbackReport, rem_backf
 from memoryd.pipelines.commitments import Commitment
 from memoryd.pipelines.diary import DiaryResult, capture
 from memoryd.validate import check_encodable, check_messages
+from memoryd.wiki.compile import wiki_dir
+from memoryd.wiki.render import CLAIMS_FILE, STATE_DIR
 from memoryd.workspace.context import SessionContext, build_context
 from memoryd.workspace.files import FileSlice, memory_get
 from memoryd.workspace.indexer import IndexReport, index_workspace
@@ -135,6 +137,11 @@ class AgentFiles:
     # -- the wiki (memoryd.wiki) in this workspace ------------------------------------------
     def wiki_compile(self, *, dry_run: bool = False) -> wiki.CompileReport:
         return wiki.compile_wiki(self.memory, self.workspace, dry_run=dry_run)
+
+    def wiki_compiled(self) -> bool:
+        """Whether the vault has been compiled: reads over GET never compile one (a GET
+        changes nothing), they answer as for an empty vault and say so."""
+        return (wiki_dir(self.workspace) / STATE_DIR / CLAIMS_FILE).exists()
 
     def wiki_search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         return wiki.search(self.memory, self.workspace, query, limit)
