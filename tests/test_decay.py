@@ -65,7 +65,9 @@ def states(memory: Memory) -> dict[str, State]:
     return {r.id: r.state for r in memory.store.iter_all(Filters(states=[]))}
 
 
-def test_tasks_expire_after_7_days_and_become_a_shared_lesson(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+def test_tasks_expire_after_7_days_and_only_a_real_lesson_among_them_is_kept(
+    memory: Memory, clock
+) -> None:  # type: ignore[no-untyped-def]
     ids = seed(memory)
     clock.advance(days=6, hours=23)
     assert run(memory, clock).counts.get("archived", 0) == 0  # not yet
@@ -85,7 +87,9 @@ def test_tasks_expire_after_7_days_and_become_a_shared_lesson(memory: Memory, cl
     assert lesson.agent_id == "dev" and lesson.user_id == "ada"
     assert lesson.metadata["lesson_source"] == "decay"
     assert sorted(lesson.metadata["sources"]) == sorted(ids[f"task{n}"] for n in range(3))
-    assert "flaky login test" in lesson.text  # the sentence with a lesson cue is kept
+    assert "flaky login test" in lesson.text  # a failure and its fix: a lesson on its own
+    assert "Deploy the billing" not in lesson.text and "Rotate the API" not in lesson.text
+    assert result.counts.get("not_a_lesson", 0) == 0  # to-dos are not even candidates
 
     # the lesson is in the shared pool: another agent of the same user finds it
     hits = memory.search("flaky login test mock clock", user_id="ada", agent_id="ops")
@@ -94,6 +98,54 @@ def test_tasks_expire_after_7_days_and_become_a_shared_lesson(memory: Memory, cl
     md = (workspace(memory, "dev") / "lessons.md").read_text()
     assert md.startswith("# Lessons")
     assert md.count(marker(lesson.id)) == 1 and "flaky login test" in md
+
+
+def test_an_expired_task_is_archived_not_written_up_as_a_lesson(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    """Issue 31: "Lesson from 1 expired task memory of agent ops: I'm heading out for the
+    day, see you tomorrow." reached every agent through the shared pool."""
+    sign_off = memory.add(
+        "I'm heading out for the day, see you tomorrow.", user_id="ada", agent_id="ops",
+        category="task",
+    )[0].id  # fmt: skip
+    todo = memory.add("Rotate the AWS access keys by Friday.", user_id="ada", agent_id="ops",
+                      category="task")[0].id  # fmt: skip
+    clock.advance(days=8)
+    result = run(memory, clock)
+    assert result.counts["archived"] == 2 and "lessons" not in result.counts
+    assert memory.list(filters=Filters(categories=["experience"])) == []
+    assert not (workspace(memory, "ops") / "lessons.md").exists()
+    for mid in (sign_off, todo):
+        assert memory.get(mid).state == State.ARCHIVED
+        assert "nothing worth a lesson" in (memory.history(mid)[-1].reason or "")
+
+
+def test_the_lesson_gate() -> None:
+    """One gate for every lesson writer: a failure and what fixed it, with substance."""
+    from memoryd.pipelines.lessons_text import lesson_problem
+
+    real = [
+        "The flaky login test failed because the mock clock drifted; fixed it by using a fake clock.",
+        "Install requests. Wrong: exec: pip install requests failed: error: externally-managed-"
+        "environment. Right: exec: python3 -m venv .venv && .venv/bin/pip install requests. "
+        "Why: pip refuses because the environment is externally managed.",
+        "Summarise the README. Wrong: read /x/readme.md failed: ENOENT: no such file or "
+        "directory. Right: read /x/README.md. Why: The file name is case-sensitive on this host.",
+    ]
+    junk = {
+        "Lesson from 1 expired task memory of agent ops (2026-03-20): I'm heading out for "
+        "the day, see you tomorrow.": "chit-chat",
+        "Search the TODOs. Wrong: exec: grep -rn TODO srcc failed: grep: srcc: No such file or "
+        "directory. Right: exec: grep -rn TODO src. Why: the first attempt failed with: grep: "
+        "srcc: No such file or directory.": "a typo corrected on retry",
+        "Show the notes. Wrong: exec: cat notes.txt failed: cat: notes.txt: No such file or "
+        "directory. Right: exec: cat docs/notes.txt. Why: the first attempt failed with: cat: "
+        "notes.txt: No such file or directory.": "a missing file",
+        "Rotate the AWS access keys of the CI runner by Friday.": "no failure",
+        "The billing deploy failed twice on Tuesday afternoon.": "no fix",
+    }
+    assert [lesson_problem(t) for t in real] == [None, None, None]
+    for text, why in junk.items():
+        assert (lesson_problem(text) or "").startswith(why), text
 
 
 def test_archived_memories_leave_default_search_but_are_never_deleted(
@@ -181,7 +233,12 @@ def test_agent_filter_only_touches_that_agent(memory: Memory, clock) -> None:  #
 
 
 def test_memories_without_agent_go_to_the_default_agents_lessons(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
-    memory.add("Renew the TLS certificate of docs.example.org.", user_id="ada", category="task")
+    memory.add(
+        "Renewing the TLS certificate of docs.example.org failed because port 80 is closed; "
+        "fixed it by using the DNS challenge instead.",
+        user_id="ada",
+        category="task",
+    )
     clock.advance(days=8)
     run(memory, clock)
     lesson = memory.list(filters=Filters(categories=["experience"]))[0]
@@ -190,16 +247,16 @@ def test_memories_without_agent_go_to_the_default_agents_lessons(memory: Memory,
 
 
 def test_recently_updated_memories_do_not_expire(settings: Settings, embedder: Embedder) -> None:
-    """An update restarts the TTL. The store stamps updates with the wall clock, so this
-    test keeps its fake clock near real time."""
+    """An update restarts the TTL (the store stamps it with the Memory's clock)."""
     from tests.conftest import FakeClock
 
-    clock = FakeClock((datetime.now(UTC) - timedelta(days=10)).isoformat())
+    clock = FakeClock("2026-03-17T09:00:00+00:00")
     with Memory(settings, embedder=embedder, clock=clock) as memory:
         old = memory.add("Write the Q3 report.", user_id="ada", agent_id="dev", category="task")
         kept = memory.add("Ship the Q3 launch.", user_id="ada", agent_id="dev", category="task")
-        memory.update(kept[0].id, "Ship the Q3 launch on Monday.")  # updated_at: now
-        clock.now = datetime.now(UTC) + timedelta(minutes=1)
+        clock.advance(days=5)
+        memory.update(kept[0].id, "Ship the Q3 launch on Monday.")  # updated_at: day 5
+        clock.advance(days=3)
         run(memory, clock)
         assert memory.get(old[0].id).state == State.ARCHIVED
         assert memory.get(kept[0].id).state == State.ACTIVE
@@ -294,8 +351,8 @@ def test_big_groups_are_split(memory: Memory, clock) -> None:  # type: ignore[no
         clock.advance(minutes=1)
     clock.advance(days=8)
     result = run(memory, clock)
-    assert result.counts["groups"] == 3 and result.counts["lessons"] == 3
-    assert result.counts["archived"] == 10
+    assert result.counts["groups"] == 3 and result.counts["archived"] == 10
+    assert "lessons" not in result.counts  # closing tickets teaches nothing
 
 
 # -- LLM ---------------------------------------------------------------------------------------
@@ -316,9 +373,26 @@ def llm_memory(settings: Settings, embedder: Embedder, clock, fake: FakeLLM) -> 
         yield m
 
 
-def test_the_llm_writes_the_lessons(llm_memory: Memory, fake: FakeLLM, clock) -> None:  # type: ignore[no-untyped-def]
-    seed(llm_memory)
-    clock.advance(days=8)
+PROJECT = [
+    "The login tests were flaky because the mock clock drifted; a fake clock fixed them.",
+    "The billing service deploys to staging every Friday.",
+    "The claw-stack docs moved to docs.claw-stack.example.",
+]
+
+
+def seed_project(memory: Memory) -> list[str]:
+    """Project state (class agents: 30 days), the group the LLM summarises."""
+    return [
+        memory.add(text, user_id="ada", agent_id="dev", category="project")[0].id
+        for text in PROJECT
+    ]
+
+
+def test_the_llm_writes_the_lessons_and_only_lessons_are_kept(
+    llm_memory: Memory, fake: FakeLLM, clock
+) -> None:  # type: ignore[no-untyped-def]
+    seed_project(llm_memory)
+    clock.advance(days=31)
     fake.script(
         json.dumps(
             {
@@ -330,12 +404,15 @@ def test_the_llm_writes_the_lessons(llm_memory: Memory, fake: FakeLLM, clock) ->
         )
     )
     result = run(llm_memory, clock)
-    assert result.counts["lessons"] == 2
+    assert result.counts["lessons"] == 1 and result.counts["not_a_lesson"] == 1
     texts = sorted(r.text for r in llm_memory.list(filters=Filters(categories=["experience"])))
-    assert texts[1].startswith("Use a fake clock")
+    assert texts == [
+        "Use a fake clock in the login tests: the mock clock drifted and made them flaky."
+    ]
+    assert any("no lesson (no failure" in n and "Deploy the billing" in n for n in result.notes)
     shown = fake.requests[-1]["messages"]
     assert "expired memories" in shown[0]["content"]
-    assert {m["text"] for m in json.loads(shown[1]["content"])["memories"]} == set(TASKS)
+    assert {m["text"] for m in json.loads(shown[1]["content"])["memories"]} == set(PROJECT)
     lesson = llm_memory.list(filters=Filters(categories=["experience"]))[0]
     assert lesson.metadata["summariser"] == "llm"
 
@@ -343,28 +420,32 @@ def test_the_llm_writes_the_lessons(llm_memory: Memory, fake: FakeLLM, clock) ->
 def test_malformed_llm_json_is_retried_then_falls_back_offline(
     llm_memory: Memory, fake: FakeLLM, clock
 ) -> None:  # type: ignore[no-untyped-def]
-    seed(llm_memory)
-    clock.advance(days=8)
+    seed_project(llm_memory)
+    clock.advance(days=31)
     # a fenced answer with a trailing comma is repaired; no retry needed
-    fake.script('```json\n{"lessons": ["Rotate CI runner keys every quarter.",]}\n```')
+    fake.script(
+        '```json\n{"lessons": ["Use short-lived CI runner keys: an expired key failed'
+        ' every build in March.",]}\n```'
+    )
     assert run(llm_memory, clock).counts["lessons"] == 1
 
-    clock.advance(days=30)  # the project memory expires now
+    seed_project(llm_memory)  # the same memories again (the first ones are archived)
+    clock.advance(days=31)
     fake.script("not json at all", '{"lesson": 42}')  # twice unusable
     result = run(llm_memory, clock, run_id="r2")
-    assert result.counts["llm_fallbacks"] == 1 and result.counts["archived"] == 1
+    assert result.counts["llm_fallbacks"] == 1 and result.counts["archived"] == 3
     lesson = [
         r
         for r in llm_memory.list(filters=Filters(categories=["experience"]))
         if r.metadata["summariser"] == "offline-fallback"
     ]
-    assert lesson and "nginx on port 8080" in lesson[0].text
+    assert lesson and "mock clock drifted" in lesson[0].text  # the extractive lesson
     assert any("the LLM failed" in n for n in result.notes)
 
 
 def test_the_llm_may_keep_no_lesson(llm_memory: Memory, fake: FakeLLM, clock) -> None:  # type: ignore[no-untyped-def]
-    seed(llm_memory)
-    clock.advance(days=8)
+    seed_project(llm_memory)
+    clock.advance(days=31)
     fake.script('{"lessons": []}')
     result = run(llm_memory, clock)
     assert result.counts["archived"] == 3 and "lessons" not in result.counts

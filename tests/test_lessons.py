@@ -296,6 +296,64 @@ def test_overlap_measure() -> None:
     assert overlap("npm tests lock sqlite; run serially", a) < 0.2
 
 
+def _episode(user: str, calls: list[tuple[str, str, bool]], note: str | None = None) -> list[Any]:
+    """An OpenClaw transcript: the user's request, then (command, output, failed) calls."""
+    out: list[Any] = [
+        {"type": "session", "version": 3, "id": "s-trivial"},
+        {"type": "message", "message": {"role": "user", "content": user}},
+    ]
+    for n, (command, output, failed) in enumerate(calls):
+        content: list[Any] = []
+        if n and note:
+            content.append({"type": "text", "text": note})
+        content.append(
+            {"type": "toolCall", "id": f"c{n}", "name": "exec", "arguments": {"command": command}}
+        )
+        out.append({"type": "message", "message": {"role": "assistant", "content": content}})
+        out.append(
+            {
+                "type": "message",
+                "message": {
+                    "role": "toolResult",
+                    "toolCallId": f"c{n}",
+                    "toolName": "exec",
+                    "content": [{"type": "text", "text": output}],
+                    "isError": failed,
+                },
+            }
+        )
+    return out
+
+
+def test_a_typo_or_a_missing_file_is_not_a_lesson(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    """Issue 31: "grep ... srcc failed" became a shared lesson. A retry that fixes a slip,
+    or finds a file elsewhere with nothing learned about why, teaches nothing."""
+    target = install(memory.settings, names=(NPM,))
+    typo = _episode(
+        "Find the TODOs in the project.",
+        [
+            ("grep -rn TODO srcc", "grep: srcc: No such file or directory", True),
+            ("grep -rn TODO src", "src/app.py:12: # TODO: retry", False),
+        ],
+    )
+    missing = _episode(
+        "Show me the release notes.",
+        [
+            ("cat notes.txt", "cat: notes.txt: No such file or directory", True),
+            ("cat docs/notes.txt", "Release 2.3: faster search", False),
+        ],
+    )
+    for name, lines in (("typo.jsonl", typo), ("missing.jsonl", missing)):
+        (target / name).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = run(memory, clock)
+    assert result.counts["episodes"] == 3 and result.counts["not_a_lesson"] == 2
+    assert result.counts["lessons"] == 1  # the npm one: a real failure, a real fix
+    assert [r.metadata["tool"] for r in stored(memory)] == ["exec"]
+    assert "srcc" not in lessons_md(memory).read_text()
+    assert any("a typo corrected on retry" in n for n in result.notes)
+    assert any("a missing file" in n for n in result.notes)
+
+
 # -- the LLM paths -----------------------------------------------------------------------------
 
 

@@ -239,3 +239,154 @@ def test_recalls_over_http_and_mcp_feed_the_review_the_cli_run_writes(
         assert [r["status"] for r in runs["runs"]] == ["ok"]
         with McpSession.http(f"{server.url}/mcp", {"X-Memoryd-Agent": "alpha"}) as mcp:
             assert "- REM · recurring themes: " in mcp.call("memory_get", path="DREAMS.md")["text"]
+
+
+# -- the block is rewritten from what is current (issue 31, item 3) ---------------------------
+
+OTHER = "The search cluster runs 9 shards on the ingest nodes"
+LOOSE = {"min_score": 0.0, "min_recall_count": 1, "min_unique_queries": 1}
+
+
+@pytest.fixture
+def loose(settings: Settings) -> Settings:
+    """Gates open: every recalled memory is a candidate, so only what is promotable decides."""
+    for key, value in LOOSE.items():
+        setattr(settings.promote, key, value)
+    return settings
+
+
+def recall(mem: Memory, *queries: str) -> None:
+    for q in queries:
+        mem.search(q, user_id="default", agent_id="alpha", top_k=20)
+
+
+def block_of(text: str) -> list[str]:
+    inside = text.split(BLOCK_START, 1)[1].split(BLOCK_END, 1)[0]
+    return [line.strip() for line in inside.splitlines() if line.strip()]
+
+
+def test_a_line_whose_memory_is_gone_or_changed_leaves_the_block(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    root = workspace(loose, "alpha")
+    (root / "MEMORY.md").write_text("# MEMORY\n\n- Answer briefly\n")
+    fact = mem.add(FACT, user_id="default", agent_id="alpha")[0].id
+    other = mem.add(OTHER, user_id="default", agent_id="alpha")[0].id
+    third = mem.add("Deploys happen on Thursday afternoons", user_id="default", agent_id="alpha")
+    recall(mem, "billing service port", "search cluster shards", "when are deploys")
+    run_pipeline(mem, "promote")
+    text = (root / "MEMORY.md").read_text()
+    assert sorted(block_of(text)) == sorted(
+        [f"- {FACT}", f"- {OTHER}", "- Deploys happen on Thursday afternoons"]
+    )
+    mem.delete(fact, reason="the billing service moved")
+    mem.update(other, "The search cluster runs 12 shards on the ingest nodes")
+    mem.archive(third[0].id, reason="stale")
+    run = run_pipeline(mem, "promote")
+    assert run.counts["stale_dropped"] == 3, run
+    text = (root / "MEMORY.md").read_text()
+    # the stale lines left; the changed memory's current text took its place
+    assert block_of(text) == ["- The search cluster runs 12 shards on the ingest nodes"]
+    assert text.startswith("# MEMORY\n\n- Answer briefly\n")
+    assert any("its memory is deleted" in n for n in run.notes)
+    assert any("changed since it was picked" in n for n in run.notes)
+    # a dropped line is never promoted again, even when recalled again
+    recall(mem, "billing service port")
+    run_pipeline(mem, "promote")
+    assert FACT not in (root / "MEMORY.md").read_text()
+
+
+def test_tasks_chit_chat_table_rows_and_requests_are_not_promoted(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    root = workspace(loose, "alpha")
+    junk = [
+        ("Review PR #482 for the billing service tomorrow", "task"),
+        ("Noted, I'll keep that in mind about the billing service.", None),
+        ("| billing | 8230 | Ravi |", None),
+        ("Can you check the billing service logs?", None),
+        ("Got it, I'll page Leo about the billing service this week", None),
+    ]
+    for text, category in junk:
+        mem.add(text, user_id="default", agent_id="alpha", category=category)
+    mem.add(FACT, user_id="default", agent_id="alpha")
+    recall(mem, "billing service", "billing service port 8230", "billing logs Ravi Leo PR")
+    run = run_pipeline(mem, "promote")
+    assert run.counts["promoted"] == 1
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {FACT}"]
+
+
+def test_a_candidate_changed_after_it_was_picked_is_not_written(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    """The live facts are read again just before the file is written."""
+    from memoryd.pipelines.promote import _rewrite, review
+    from memoryd.pipelines.registry import PipelineContext, RunResult
+    from memoryd.workspace import resolve_workspace
+
+    root = workspace(loose, "alpha")
+    fact = mem.add(FACT, user_id="default", agent_id="alpha")[0].id
+    recall(mem, "billing service port")
+    mem.recalls.flush()
+    ctx = PipelineContext(memory=mem, name="promote", run_id="r1", clock=clock)
+    picked = review(ctx, "alpha").candidates
+    assert [c.memory_id for c in picked] == [fact]
+    mem.update(fact, "The billing service listens on port 8231 behind the nginx proxy")
+    result = RunResult()
+    assert _rewrite(ctx, resolve_workspace(loose, "alpha", mem.store), picked, result) == []
+    assert result.counts == {"changed_before_writing": 1}
+    assert not (root / "MEMORY.md").exists()
+
+
+AGENT_OWN = (
+    "# MEMORY\r\n"
+    "\r\n"
+    "- Staging lives in eu-west-1\u2028(the second line of one bullet)\r\n"
+    "- Page 1\x0cpage 2 of the runbook\r\n"
+    "- Answer briefly\r\n"
+    "\r\n"
+    "\r\n"
+)
+
+
+def test_the_agents_own_lines_are_kept_byte_for_byte(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    """CRLF stays CRLF, U+2028 and form feeds do not split a line, trailing blank lines
+    stay, and text after the block stays too, through a promotion and a rewrite."""
+    root = workspace(loose, "alpha")
+    (root / "MEMORY.md").write_bytes(AGENT_OWN.encode())
+    fact = mem.add(FACT, user_id="default", agent_id="alpha")[0].id
+    recall(mem, "billing service port")
+    assert run_pipeline(mem, "promote").counts["promoted"] == 1
+    data = (root / "MEMORY.md").read_bytes()
+    assert data.startswith(AGENT_OWN.encode())
+    assert data[len(AGENT_OWN.encode()) :] == (
+        f"{BLOCK_TITLE}\r\n{BLOCK_START}\r\n- {FACT}\r\n{BLOCK_END}\r\n".encode()
+    )
+    after = "\r\n## Notes\r\n- written after the block\x0c\r\n\r\n"
+    (root / "MEMORY.md").write_bytes(data + after.encode())
+    mem.delete(fact)
+    assert run_pipeline(mem, "promote").counts["stale_dropped"] == 1
+    assert (root / "MEMORY.md").read_bytes() == (
+        AGENT_OWN + f"{BLOCK_TITLE}\r\n{BLOCK_START}\r\n{BLOCK_END}\r\n" + after
+    ).encode()
+
+
+def test_a_superseded_fact_leaves_the_block_for_its_current_value(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    root = workspace(loose, "alpha")
+    old = "The staging database is on port 5432"
+    mem.add(old, user_id="default", agent_id="alpha", infer=True)
+    recall(mem, "staging database port")
+    run_pipeline(mem, "promote")
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    clock.now += timedelta(days=1)
+    events = mem.add("The staging database is on port 6432", user_id="default", agent_id="alpha",
+                     infer=True)  # fmt: skip
+    assert [e.event.value for e in events] == ["UPDATE"]  # a supersession
+    recall(mem, "staging database port")
+    run = run_pipeline(mem, "promote")
+    assert any("its memory is superseded" in n for n in run.notes), run.notes
+    assert block_of((root / "MEMORY.md").read_text()) == ["- The staging database is on port 6432"]

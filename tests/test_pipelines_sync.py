@@ -182,3 +182,52 @@ def test_facts_synced_before_evergreen_are_marked_once(mem: Memory, settings: Se
     assert run.counts["marked_evergreen"] == 1 and run.counts["added"] == 0
     assert mem.get(old.id).metadata["evergreen"] is True
     assert run_pipeline(mem, "sync").counts == {"unchanged_files": 1}
+
+
+def test_lines_promotion_wrote_are_not_read_back(mem: Memory, settings: Settings) -> None:
+    """The promote -> sync loop (issue 31): a promoted line is derived from a memory that
+    exists; synced back it became an evergreen copy that outlived its source. A line the
+    agent writes inside the block is the agent's and is synced."""
+    from memoryd.pipelines.promote import BLOCK_END, BLOCK_START, BLOCK_TITLE, promoted_key
+
+    root = workspace(settings, "alpha")
+    fact = "The staging database is on port 5432"
+    block = f"{BLOCK_TITLE}\n{BLOCK_START}\n- {fact}\n- My own note in the block\n{BLOCK_END}\n"
+    (root / "MEMORY.md").write_text(f"# MEMORY\n\n- Answer briefly\n\n{block}")
+    mem.store.kv_set(promoted_key("alpha"), {fact.casefold(): {"id": "m1", "at": "x"}})
+    run = run_pipeline(mem, "sync")
+    assert run.counts["promoted_lines_skipped"] == 1
+    assert synced(mem) == {"Answer briefly": "active", "My own note in the block": "active"}
+
+
+def test_promoted_lines_synced_by_an_older_version_are_removed(
+    mem: Memory, settings: Settings
+) -> None:
+    from memoryd.pipelines.promote import BLOCK_END, BLOCK_START, BLOCK_TITLE, promoted_key
+    from memoryd.pipelines.sync import FORMAT
+
+    root = workspace(settings, "alpha")
+    fact = "The staging database is on port 5432"
+    (root / "MEMORY.md").write_text(
+        f"# MEMORY\n\n{BLOCK_TITLE}\n{BLOCK_START}\n- {fact}\n{BLOCK_END}\n"
+    )
+    run_pipeline(mem, "sync")  # no promotion recorded: read as the agent's line
+    assert synced(mem) == {fact: "active"}
+    mem.store.kv_set(promoted_key("alpha"), {fact.casefold(): {"id": "m1", "at": "x"}})
+    state = dict(mem.store.kv_get(state_key("alpha")) or {})
+    state["hash"] = "synced by memoryd-sync-2"  # as an older parser left it
+    mem.store.kv_set(state_key("alpha"), state)
+    assert FORMAT == b"memoryd-sync-3\n"
+    run_pipeline(mem, "sync")
+    assert synced(mem) == {fact: "deleted"}
+
+
+def test_a_bullet_with_a_line_separator_or_form_feed_is_one_entry() -> None:
+    content = "- Staging lives in eu-west-1\u2028(one bullet)\r\n- Page 1\x0cpage 2\r\n- Third\r\n"
+    entries = parse_entries(content)
+    assert [e.text for e in entries] == [
+        "Staging lives in eu-west-1\u2028(one bullet)",
+        "Page 1\x0cpage 2",
+        "Third",
+    ]
+    assert [e.start_line for e in entries] == [1, 2, 3]

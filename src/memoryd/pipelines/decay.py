@@ -1,4 +1,4 @@
-"""TTL decay (seed 003's organizer): expired memories become lessons, then are archived.
+"""TTL decay (seed 003's organizer): expired memories are archived; real lessons are kept.
 
 Every memory category belongs to a TTL class (``settings.decay.classes``;
 defaults: preferences and personal facts -> ``personal``, environment ->
@@ -11,7 +11,13 @@ run's clock).
 Expired memories are grouped by user, agent and category (at most
 ``max_group`` per group, oldest first) and each group is summarised into
 lessons: by the configured LLM, or extractively offline
-(:mod:`memoryd.pipelines.decay_summary`). The lessons are stored as shared
+(:mod:`memoryd.pipelines.decay_summary`). Tasks are not summarised: a to-do
+that expired teaches nothing ("I'm heading out for the day, see you tomorrow"
+is no lesson), so a task group keeps as lessons only those of its memories that
+pass the lesson gate on their own. Every lesson, from any group and either
+summariser, passes :func:`~memoryd.pipelines.lessons_text.lesson_problem` (a
+failure and what fixed it, with substance) or is not stored: the shared pool
+gets lessons only. The lessons are stored as shared
 ``experience`` memories (every agent of the user finds them) and, when the user
 owns the workspaces (``workspace.user_id``), appended to the agent's
 ``memory/lessons.md`` (another user's lessons never enter the owner's files);
@@ -43,11 +49,12 @@ from datetime import datetime, timedelta
 
 from memoryd.core import Memory
 from memoryd.errors import UpstreamError
+from memoryd.extract.tasks import TASK_CATEGORY
 from memoryd.models import Event, Filters, MemoryRecord, Origin, State
 from memoryd.pipelines.decay_summary import llm_lessons, offline_lesson, touched_at
 from memoryd.pipelines.index_md import refresh_indexes
 from memoryd.pipelines.lessons_md import PendingBlock, flush, journal, lessons_path
-from memoryd.pipelines.lessons_text import clip
+from memoryd.pipelines.lessons_text import clip, end_sentence, lesson_problem
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.settings import DecaySettings
 from memoryd.workspace.layout import local_today
@@ -140,13 +147,47 @@ def group_expired(records: list[MemoryRecord], settings: DecaySettings) -> list[
     return groups
 
 
+def is_task_group(group: Group) -> bool:
+    return group.ttl_class == "tasks" or group.category == TASK_CATEGORY
+
+
 def summarise(ctx: PipelineContext, group: Group, result: RunResult) -> tuple[list[str], str]:
-    """The group's lessons and how they were made (``llm``, ``offline``, ``offline-fallback``).
+    """The group's lessons that pass the lesson gate, and how they were made (``llm``,
+    ``offline``, ``offline-fallback``, ``task``).
 
     A dry run previews the offline lesson: it does not spend LLM calls on a preview.
     """
+    lessons, how = _summarise(ctx, group, result)
+    kept = []
+    for text in lessons:
+        problem = lesson_problem(text)
+        if problem is None:
+            kept.append(text)
+        else:
+            result.count("not_a_lesson")
+            result.note(f"{group.label}: no lesson ({problem}): {clip(text, 160)}")
+    return kept, how
+
+
+def _task_lessons(group: Group, max_chars: int) -> list[str]:
+    """A task group's lessons: its memories that are lessons on their own, nothing more."""
+    who = f" of agent {group.agent_id}" if group.agent_id else ""
+    return [
+        clip(
+            f"Lesson from an expired {group.category or 'task'} memory{who} "
+            f"({touched_at(m).date().isoformat()}): {end_sentence(m.text)}",
+            max_chars,
+        )
+        for m in group.members
+        if lesson_problem(m.text) is None
+    ]
+
+
+def _summarise(ctx: PipelineContext, group: Group, result: RunResult) -> tuple[list[str], str]:
     n = ctx.settings.decay.lessons_per_group
     max_chars = ctx.settings.limits.max_text_chars
+    if is_task_group(group):
+        return _task_lessons(group, max_chars)[:n], "task"
     llm = ctx.memory.llm
     if llm is not None and not ctx.dry_run:
         try:

@@ -11,7 +11,14 @@ Seed 000/001's AutoDream, per agent:
    such memory is re-added without ``run_id`` (``infer=True``: ADD, UPDATE,
    DELETE or NONE against all long-term memory, the one global dedup of seed
    001) and then deleted from short-term with the decision as the reason (kept
-   in history, restorable).
+   in history, restorable). What should not live on is left out (deleted from
+   short-term, not re-added): a task that was closed or whose TTL has run out (a
+   week-old "review PR #482 tomorrow" is not news, and decay may already have
+   archived its long-term copy), and chit-chat.
+3. **Tasks end.** Every statement of finished work the dream reads ("Rotated the
+   AWS keys", "PR #482 merged") closes the open tasks of the agent it finishes
+   (:mod:`memoryd.extract.tasks`): ``metadata.closed_at`` / ``closed_by``, then
+   archived with the match as the reason, so no pipeline brings it back as active.
 
 The run ends with a report appended to the agent's ``DREAMS.md`` and to the
 audit log: counts per decision and the compression ratio (short-term memories
@@ -38,11 +45,15 @@ Safety:
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, NotFoundError
+from memoryd.extract.noise import is_chitchat
+from memoryd.extract.tasks import TASK_CATEGORY, is_closed, is_task, match_tasks
 from memoryd.models import Filters, MemoryRecord, Origin, Source
+from memoryd.pipelines.decay import ttl_of
+from memoryd.pipelines.decay_summary import touched_at
 from memoryd.pipelines.dreams_md import (
     AgentDream,
     audit_dream,
@@ -204,6 +215,11 @@ def _step1(ctx: PipelineContext, ws: Workspace, d: AgentDream, last_done: object
             )
             d.tally(d.step1, events)
             _guard(ctx, d)
+            if not ctx.dry_run:
+                end_of_day = datetime.combine(day + timedelta(days=2), time.min, tzinfo=UTC)
+                d.tasks_closed += close_finished_tasks(
+                    ctx, ws.agent_id, text, said_before=end_of_day, diary=day.isoformat()
+                )
     if not ctx.dry_run:
         ctx.memory.store.kv_set(step1_key(ws.agent_id), yesterday.isoformat())
 
@@ -224,6 +240,17 @@ def _step2(ctx: PipelineContext, ws: Workspace, d: AgentDream) -> None:
     )
     old.sort(key=lambda r: (r.created_at, r.id))
     for record in old:
+        why_not = _not_for_long_term(ctx, record)
+        if why_not is not None:
+            d.left_out += 1
+            if not ctx.dry_run:
+                ctx.memory.delete(
+                    record.id,
+                    actor=ctx.actor,
+                    reason=f"not consolidated by {ctx.run_id}: {why_not}",
+                )
+                d.removed += 1
+            continue
         events = ctx.memory.add(
             record.text,
             user_id=ctx.user_id,
@@ -242,6 +269,9 @@ def _step2(ctx: PipelineContext, ws: Workspace, d: AgentDream) -> None:
         _guard(ctx, d)
         if ctx.dry_run:
             continue
+        d.tasks_closed += close_finished_tasks(
+            ctx, ws.agent_id, record.text, said_before=record.created_at, skip=record.id
+        )
         decided = ", ".join(sorted({e.event.value for e in events})) or "no facts"
         ctx.memory.delete(
             record.id,
@@ -249,6 +279,75 @@ def _step2(ctx: PipelineContext, ws: Workspace, d: AgentDream) -> None:
             reason=f"consolidated into long-term by {ctx.run_id} ({decided})",
         )
         d.removed += 1
+
+
+def _not_for_long_term(ctx: PipelineContext, record: MemoryRecord) -> str | None:
+    """Why a week-old short-term memory is not carried to long-term, or None."""
+    if is_task(record.category, record.text):
+        if is_closed(record.metadata):
+            return "a closed task"
+        _, days = ttl_of(record.model_copy(update={"category": TASK_CATEGORY}), ctx.settings.decay)
+        if days is not None and ctx.now() - touched_at(record) >= timedelta(days=days):
+            return f"a task older than its {days:g}-day TTL"
+    if is_chitchat(record.text):
+        return "chit-chat, not a fact"
+    return None
+
+
+def _said_at(record: MemoryRecord) -> datetime:
+    """When a task was said: its diary day for one the dream read from a diary."""
+    day = record.metadata.get("diary")
+    if isinstance(day, str):
+        try:
+            return datetime.combine(date.fromisoformat(day), time.min, tzinfo=UTC)
+        except ValueError:
+            pass
+    return record.created_at
+
+
+def close_finished_tasks(
+    ctx: PipelineContext,
+    agent: str,
+    text: str,
+    *,
+    said_before: datetime,
+    diary: str | None = None,
+    skip: str | None = None,
+) -> int:
+    """Close the agent's open tasks that a statement in ``text`` finishes; how many.
+
+    Only tasks said before the statement (``said_before``; any task of the same
+    ``diary`` day) can be closed by it. A closed task keeps its text and history:
+    ``metadata.closed_at`` / ``closed_by``, then archived with the match as reason.
+    """
+    open_tasks = [
+        r
+        for r in ctx.memory.store.iter_all(
+            Filters(
+                user_id=ctx.user_id,
+                agent_id=agent,
+                categories=[TASK_CATEGORY],
+                origins=[Origin.API, Origin.FACT],
+            )
+        )
+        if r.id != skip
+        and not is_closed(r.metadata)
+        and (_said_at(r) <= said_before or (diary and r.metadata.get("diary") == diary))
+    ]
+    if not open_tasks:
+        return 0
+    found = match_tasks(text, [(r.id, r.text) for r in open_tasks])
+    stamp = ctx.now().isoformat()
+    for m in found:
+        with ctx.memory.store.atomic():
+            ctx.memory.update(
+                m.task_id,
+                metadata={"closed_at": stamp, "closed_by": m.why[:300]},
+                actor=ctx.actor,
+                reason=f"task closed: {m.why[:300]}",
+            )
+            ctx.memory.archive(m.task_id, actor=ctx.actor, reason=f"task closed: {m.why[:300]}")
+    return len(found)
 
 
 def _long_term_category(record: MemoryRecord) -> str | None:

@@ -46,6 +46,8 @@ class AgentDream:
     step2: dict[str, int] = field(default_factory=lambda: {e.value: 0 for e in DECISIONS})
     consolidated: int = 0  # short-term memories processed in step 2
     removed: int = 0  # ... and deleted from short-term
+    left_out: int = 0  # ... of them not re-added: closed or expired tasks, chit-chat
+    tasks_closed: int = 0  # open tasks a statement of finished work closed
     long_term_before: int = 0
     long_term_after: int = 0
     net: int = 0  # change of long-term memories so far (ADD +1, DELETE -1)
@@ -72,6 +74,8 @@ class AgentDream:
             "diary_days": len(self.days),
             "short_term_consolidated": self.consolidated,
             "short_term_removed": self.removed,
+            "short_term_left_out": self.left_out,
+            "tasks_closed": self.tasks_closed,
             "long_term_before": self.long_term_before,
             "long_term_after": self.long_term_after,
         }
@@ -121,6 +125,12 @@ def render_report(d: AgentDream) -> str:
         )
     else:
         lines.append("- Step 2 · no short-term memory old enough to consolidate")
+    if d.left_out:
+        lines.append(
+            f"- Not carried to long-term: {d.left_out:,} (closed or expired tasks, chit-chat)"
+        )
+    if d.tasks_closed:
+        lines.append(f"- Tasks closed by a statement that finished them: {d.tasks_closed:,}")
     lines.append(f"- Long-term memory: {d.long_term_before:,} -> {d.long_term_after:,}")
     if d.aborted:
         lines.append(f"- **Aborted** · {d.aborted}")

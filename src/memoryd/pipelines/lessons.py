@@ -8,7 +8,9 @@ stopped for failure -> retry -> success episodes
 (:mod:`memoryd.pipelines.lessons_sessions`). Each episode becomes a lesson,
 scenario / wrong approach / correct approach / reason, by the LLM when one is
 configured and offline otherwise (:mod:`memoryd.pipelines.lessons_extract`);
-a lesson that duplicates an existing one (word overlap, then the LLM's
+an episode that teaches nothing (a typo corrected on retry, a missing file found
+with nothing learned about why: :func:`~memoryd.pipelines.lessons_text.lesson_problem`,
+the gate every lesson writer uses) is not stored, and a lesson that duplicates an existing one (word overlap, then the LLM's
 DUPLICATE/NOVEL check) is dropped. New lessons are stored as shared
 ``experience`` memories of the agent (``infer=False``) and appended to its
 ``memory/lessons.md``; ``memory/INDEX.md`` is regenerated.
@@ -32,7 +34,7 @@ from memoryd.pipelines.index_md import refresh_indexes
 from memoryd.pipelines.lessons_extract import Lesson, find_duplicate, llm_lesson, offline_lesson
 from memoryd.pipelines.lessons_md import PendingBlock, flush, journal, lessons_path
 from memoryd.pipelines.lessons_sessions import Episode, ScanState, scan
-from memoryd.pipelines.lessons_text import clip
+from memoryd.pipelines.lessons_text import clip, lesson_problem
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.settings import Settings
 from memoryd.validate import check_id
@@ -147,6 +149,11 @@ def handle_episode(
         result.count("not_a_lesson")
         return
     text = clip(lesson.text, ctx.settings.limits.max_text_chars)
+    problem = lesson_problem(text)
+    if problem is not None:
+        result.count("not_a_lesson")
+        result.note(f"session {episode.session_id[:12]} ({episode.tool}): no lesson, {problem}")
+        return
     if _is_duplicate(ctx, text, result):
         return
     if ctx.dry_run:

@@ -22,8 +22,16 @@ A memory is promoted when it passes every gate (``promote.min_score`` 0.8,
 and was never promoted before (kv ``promote:<agent>``): deleting a promoted
 line from MEMORY.md is how the agent says no. Near-duplicates (the same concepts,
 e.g. one fact recalled in two versions) are promoted once, the best scored.
-Promoted lines go to the end of
-MEMORY.md inside a clearly marked block::
+Only what can stand as a fact is promotable: not a task (tasks end; MEMORY.md is
+evergreen), not chit-chat, not a table row without its header, not a copied
+request or question, not a promise ("I'll page Leo this week").
+
+The block is memoryd's and is **rewritten** each night from what is current,
+never appended to: a line whose memory was deleted, archived, superseded,
+closed or changed since it was promoted leaves the block (and is never promoted
+again), and every new candidate is re-checked against the live store (and, for
+a diary excerpt, against its diary file) just before the file is written. The
+block sits at the end of MEMORY.md (:mod:`memoryd.pipelines.promoted_block`)::
 
     ## Promoted by memoryd
     <!-- memoryd:promoted · recalled often; added by `memoryd run promote`; edit freely -->
@@ -31,7 +39,9 @@ MEMORY.md inside a clearly marked block::
     <!-- /memoryd:promoted -->
 
 The file is kept under ``promote.max_lines`` (~200, seed 003): the oldest
-promoted lines make room first; lines the agent wrote are never touched. The
+promoted lines make room first; lines the agent wrote are never touched (byte
+for byte: line ends, blank lines, unusual whitespace), and
+:mod:`memoryd.pipelines.sync` never reads memoryd's own lines back as facts. The
 file is replaced atomically (write to a temporary file, rename), and only if
 nobody changed it since it was read.
 """
@@ -45,20 +55,31 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memoryd.models import Origin, State
+from memoryd.extract.noise import is_bare_table, is_chitchat
+from memoryd.extract.tasks import is_closed, is_task
+from memoryd.models import MemoryRecord, Origin, State
 from memoryd.pipelines.dreams_md import HEADER
+from memoryd.pipelines.promoted_block import (  # the markers, re-exported for callers
+    BLOCK_END as BLOCK_END,
+)
+from memoryd.pipelines.promoted_block import (
+    BLOCK_START as BLOCK_START,
+)
+from memoryd.pipelines.promoted_block import (
+    BLOCK_TITLE as BLOCK_TITLE,
+)
+from memoryd.pipelines.promoted_block import (
+    fit,
+    render,
+    split_block,
+)
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.pipelines.sections import plain_text
 from memoryd.recall import Recall, is_diary_chunk, summaries
 from memoryd.settings import PromoteSettings
 from memoryd.workspace import Workspace
-from memoryd.workspace.files import append_section
+from memoryd.workspace.files import SkippedFile, append_section, read_markdown, split_lines
 
-BLOCK_TITLE = "## Promoted by memoryd"
-BLOCK_START = (
-    "<!-- memoryd:promoted · recalled often; added by `memoryd run promote`; edit freely -->"
-)
-BLOCK_END = "<!-- /memoryd:promoted -->"
 MAX_LINE_CHARS = 300
 THEMES = 6  # recurring words the REM part of the DREAMS.md review lists
 NEAR_DUPLICATE = 0.6  # concept overlap at which two lines say the same thing
@@ -124,6 +145,7 @@ class Candidate:
     signals: dict[str, float]
     recall: Recall
     source: str | None = None  # the diary lines a distilled excerpt came from
+    picked: str = ""  # the memory's text when it was picked: it must not change before writing
 
 
 @dataclass
@@ -134,6 +156,7 @@ class Review:
     recalled: int = 0  # recall summaries of the agent within max_age_days
     excerpts: int = 0  # of them, diary excerpts
     gated: int = 0  # left out by the count / query / age gates
+    not_promotable: int = 0  # tasks, chit-chat, table rows, requests, stale memories
     best_below: float | None = None  # the best score that missed min_score
     themes: list[tuple[str, int, int]] = field(default_factory=list)  # word, recalls, days
     candidates: list[Candidate] = field(default_factory=list)
@@ -224,13 +247,18 @@ def review(ctx: PipelineContext, agent: str) -> Review:
             continue
         if len(text) > MAX_LINE_CHARS or _norm(text) in done:
             continue
+        if why_not_current(record, now) or not_promotable(text):
+            out.not_promotable += 1
+            continue
         if recall.count < s.min_recall_count or len(set(recall.queries)) < s.min_unique_queries:
             out.gated += 1
             continue
         parts = signals(recall, text, now, s)
         total = score(parts, s.weights)
         if total >= s.min_score:
-            out.candidates.append(Candidate(record.id, text, total, parts, recall, source))
+            out.candidates.append(
+                Candidate(record.id, text, total, parts, recall, source, record.text)
+            )
         elif out.best_below is None or total > out.best_below:
             out.best_below = total
     out.candidates.sort(key=lambda c: (-c.score, c.memory_id))
@@ -258,45 +286,181 @@ def _distil(ctx: PipelineContext, excerpt: str, now: datetime) -> str:
     return max(facts, key=lambda f: (len(concepts(f)), -len(f)))
 
 
+_REQUEST = re.compile(
+    r"^(?:please|pls|can you|could you|would you|will you|remind me|help me|let'?s|"
+    r"(?:user|assistant|human|ai)\s*:)",
+    re.IGNORECASE,
+)
+_PROMISE = re.compile(r"\b(?:I'll|I will|I'm going to|I am going to|I shall)\b", re.IGNORECASE)
+
+
+def not_promotable(text: str) -> str | None:
+    """Why ``text`` cannot stand in MEMORY.md as a fact, or None when it can."""
+    if is_bare_table(text) or text.lstrip().startswith("|"):
+        return "a table row without its header"
+    if is_chitchat(text):
+        return "chit-chat"
+    if text.rstrip().endswith("?") or _REQUEST.match(text.strip()):
+        return "a copied request or question"
+    if _PROMISE.search(text):
+        return "a promise, not a fact"
+    return None
+
+
+def _superseded(record: MemoryRecord, now: datetime) -> bool:
+    """A newer fact replaced it, or it stopped being true by ``now``."""
+    until = record.valid_until
+    return record.superseded_by is not None or (until is not None and until <= now)
+
+
+def why_not_current(record: MemoryRecord | None, now: datetime, picked: str | None = None) -> str:
+    """Why a memory may not stand in MEMORY.md now ('' when it may): gone, deleted,
+    archived, superseded, a task (closed or not), or changed since ``picked``."""
+    if record is None:
+        return "its memory is gone"
+    if record.state != State.ACTIVE:
+        return f"its memory is {record.state.value}"
+    if _superseded(record, now):
+        return "superseded by a newer fact"
+    if is_closed(record.metadata):
+        return "a closed task"
+    if record.origin != Origin.CHUNK and is_task(record.category, record.text):
+        return "a task, not a lasting fact"
+    if picked is not None and _norm(picked) != _norm(record.text):
+        return "its memory changed since it was picked"
+    return ""
+
+
 def promote_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     result = RunResult()
     seen = review(ctx, ws.agent_id)
-    promoted = _promote(ctx, ws, seen.candidates, result)
+    promoted = _rewrite(ctx, ws, seen.candidates, result)
     if seen.recalled and ctx.settings.promote.dreams_report and not ctx.dry_run:
-        append_section(
-            ws.dreams_file, render_review(ctx, seen, promoted), fs=ws.fs, header=HEADER
-        )
+        append_section(ws.dreams_file, render_review(ctx, seen, promoted), fs=ws.fs, header=HEADER)
     return result
 
 
-def _promote(
+def _read(ws: Workspace, path: Path) -> str:
+    """MEMORY.md as it is on disk: no newline translation (CRLF stays CRLF)."""
+    return ws.fs.read_if_exists(path).decode("utf-8")
+
+
+def _agent_lines(content: str, first: int, last: int) -> list[str]:
+    """The texts of the lines outside the promoted block (lines ``first``..``last``)."""
+    return [
+        line.lstrip("-*+ ").strip()
+        for n, line in enumerate(split_lines(content), start=1)
+        if not first <= n <= last
+    ]
+
+
+def _still_there(ctx: PipelineContext, ws: Workspace, record: MemoryRecord, text: str) -> bool:
+    """A diary excerpt's line still says what it said: its concepts are in the cited lines."""
+    if record.origin != Origin.CHUNK or record.source is None:
+        return True
+    try:
+        _, content = read_markdown(
+            ws.root / record.source.path, ctx.settings.workspace.max_file_bytes, ws.fs
+        )
+    except SkippedFile:
+        return False
+    lines = split_lines(content)
+    first = (record.source.start_line or 1) - 1
+    last = record.source.end_line or len(lines)
+    return concepts(text) <= concepts(plain_text("\n".join(lines[first:last])))
+
+
+def _stale_lines(
+    ctx: PipelineContext, lines: list[str], done: dict[str, dict[str, object]]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The block's lines split into those that stay and those that leave (with why).
+
+    A line memoryd did not write (no entry in kv ``promote:<agent>``) is the agent's
+    edit inside the block: it stays.
+    """
+    now = ctx.now()
+    ids = [str(e.get("id")) for e in (done.get(_norm(t)) for t in lines) if e]
+    records = {r.id: r for r in ctx.memory.store.get_many(ids)}
+    kept: list[str] = []
+    stale: list[tuple[str, str]] = []
+    for text in lines:
+        entry = done.get(_norm(text))
+        if entry is None:
+            kept.append(text)
+            continue
+        record = records.get(str(entry.get("id")))
+        picked = entry.get("text")
+        if record is not None and record.origin == Origin.CHUNK:
+            picked = None  # a distilled excerpt: its chunk's text is not the line
+        why = why_not_current(record, now, picked if isinstance(picked, str) else None)
+        why = why or not_promotable(text) or ""
+        if why:
+            stale.append((text, why))
+        else:
+            kept.append(text)
+    return kept, stale
+
+
+def _rechecked(
+    ctx: PipelineContext, ws: Workspace, fresh: list[Candidate], result: RunResult
+) -> list[Candidate]:
+    """The candidates that still hold, read again from the store (and diary) just now."""
+    now = ctx.now()
+    records = {r.id: r for r in ctx.memory.store.get_many([c.memory_id for c in fresh])}
+    out = []
+    for c in fresh:
+        record = records.get(c.memory_id)
+        why = why_not_current(record, now, c.picked or None)
+        if not why and record is not None and not _still_there(ctx, ws, record, c.text):
+            why = "its diary lines changed"
+        if why:
+            result.count("changed_before_writing")
+            result.note(f"{ws.agent_id}: not promoted, {why}: {c.text[:100]!r}")
+            continue
+        out.append(c)
+    return out
+
+
+def _rewrite(
     ctx: PipelineContext, ws: Workspace, found: list[Candidate], result: RunResult
 ) -> list[Candidate]:
-    """Write the best of ``found`` into MEMORY.md's block; returns what went in."""
+    """Rewrite MEMORY.md's block from what is current plus the best of ``found``;
+    returns what was newly promoted."""
     s = ctx.settings.promote
-    if not found:
-        return []
     path = ws.memory_file
+    if not found and not path.is_file():
+        return []
     for _attempt in range(3):
         before = _stat(path)
-        content = ws.fs.read_if_exists(path).decode("utf-8")
-        present = [line.lstrip("-*+ ").strip() for line in content.splitlines()]
-        fresh = distinct(found, present)[: s.limit]
-        if not fresh:
-            result.count("already_present", len(found))
+        content = _read(ws, path)
+        block = split_block(content)
+        done: dict[str, dict[str, object]] = dict(
+            ctx.memory.store.kv_get(promoted_key(ws.agent_id)) or {}
+        )
+        kept, stale = _stale_lines(ctx, block.lines, done)
+        present = _agent_lines(content, block.first_line, block.last_line) + kept
+        unseen = distinct(found, present)[: s.limit]
+        fresh = _rechecked(ctx, ws, unseen, result)
+        if not fresh and not stale:
+            if found and not unseen:
+                result.count("already_present", len(found))
             return []
-        new_content, added, dropped = with_promotions(content, [c.text for c in fresh], s.max_lines)
+        lines, added, dropped = fit(block, kept, [c.text for c in fresh], s.max_lines)
         if ctx.dry_run:
             for c in fresh[:added]:
                 result.note(f"{ws.agent_id}: would promote ({c.score:.2f}) {c.text[:100]!r}")
+            for text, why in stale:
+                result.note(f"{ws.agent_id}: would drop ({why}) {text[:100]!r}")
             result.count("promoted", added)
+            if stale:
+                result.count("stale_dropped", len(stale))
             return []
-        if added == 0:
+        if added == 0 and not stale:
             result.note(f"{ws.agent_id}: MEMORY.md is at {s.max_lines} lines; nothing promoted")
             return []
         if _stat(path) != before:
             continue  # edited while we were deciding: read it again
-        _replace(ws, path, new_content)
+        _replace(ws, path, render(block, lines))
         break
     else:
         result.error(f"{ws.agent_id}: MEMORY.md kept changing; promotion skipped this time")
@@ -305,12 +469,22 @@ def _promote(
     with ctx.memory.store.atomic():
         done = dict(ctx.memory.store.kv_get(promoted_key(ws.agent_id)) or {})
         for c in fresh[:added]:
-            done[_norm(c.text)] = {"id": c.memory_id, "at": stamp, "score": round(c.score, 4)}
+            done[_norm(c.text)] = {
+                "id": c.memory_id,
+                "at": stamp,
+                "score": round(c.score, 4),
+                "text": c.picked,
+            }
         ctx.memory.store.kv_set(promoted_key(ws.agent_id), done)
-    result.count("promoted", added)
+    if added:
+        result.count("promoted", added)
     result.count("dropped_old_promotions", dropped)
+    if stale:
+        result.count("stale_dropped", len(stale))
     for c in fresh[:added]:
         result.note(f"{ws.agent_id}: promoted ({c.score:.2f}) {c.text[:100]}")
+    for text, why in stale:
+        result.note(f"{ws.agent_id}: dropped ({why}) {text[:100]}")
     return fresh[:added]
 
 
@@ -370,39 +544,16 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 
 def with_promotions(content: str, texts: list[str], max_lines: int) -> tuple[str, int, int]:
-    """``content`` with ``texts`` appended to the promoted block, within ``max_lines``.
+    """``content`` with ``texts`` added after the block's lines, within ``max_lines``.
 
     Returns the new content, how many texts went in and how many older promoted
     lines were dropped to make room.
     """
-    lines = content.splitlines()
-    try:
-        start = lines.index(BLOCK_START)
-        end = lines.index(BLOCK_END, start)
-    except ValueError:
-        start = end = -1
-    if start >= 0:
-        head = lines[:start]
-        block = [ln for ln in lines[start + 1 : end] if ln.strip()]
-        tail = lines[end + 1 :]
-        if head and head[-1].strip() == BLOCK_TITLE:
-            head = head[:-1]
-    else:
-        head, block, tail = lines, [], []
-    while head and not head[-1].strip():
-        head = head[:-1]
-    # fixed lines: the agent's own (head, tail), a blank line, title, both markers
-    room = max_lines - len(head) - len(tail) - 4
-    if room <= 0:
+    block = split_block(content)
+    lines, added, dropped = fit(block, block.lines, texts, max_lines)
+    if added == 0 and dropped == 0:
         return content, 0, 0
-    new = [f"- {t}" for t in texts][:room]
-    keep = max(0, room - len(new))
-    dropped = max(0, len(block) - keep)
-    block = block[dropped:] + new
-    out = [*head, "", BLOCK_TITLE, BLOCK_START, *block, BLOCK_END, *tail]
-    if not head:
-        out = out[1:]
-    return "\n".join(out) + "\n", len(new), dropped
+    return render(block, lines), added, dropped
 
 
 def _stat(path: Path) -> tuple[int, int] | None:

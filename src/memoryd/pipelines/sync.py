@@ -11,7 +11,12 @@ headings give context, comments are skipped) becomes one long-term memory with
 ``metadata.evergreen`` (curated knowledge: no time decay in search, no TTL
 decay; it goes when the line goes). The boilerplate of the ``memoryd init``
 template (:data:`~memoryd.workspace.bootstrap` ``MEMORY.md``) is not memory
-and is skipped. The mapping entry hash -> memory id is kept
+and is skipped, and so are the lines memoryd itself wrote into the promoted
+block (:mod:`memoryd.pipelines.promote`): they are derived from memories that
+already exist, and reading them back would make each one an evergreen copy that
+outlives its source (the promote -> sync loop). A line the agent wrote or edited
+inside the block is the agent's and is synced. Lines are split on ``\n`` only
+(:func:`~memoryd.workspace.files.split_lines`), as the indexer cites them. The mapping entry hash -> memory id is kept
 in kv ``sync:<agent>``, so a changed file reconciles deterministically:
 
 * an entry that is still there is left alone;
@@ -36,13 +41,16 @@ from functools import cache
 from typing import Any
 
 from memoryd.models import MemoryRecord, Origin, Source, State
+from memoryd.pipelines.promote import promoted_key
+from memoryd.pipelines.promoted_block import entry_text, split_block
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.workspace import Workspace
 from memoryd.workspace.bootstrap import template_text
+from memoryd.workspace.files import split_lines
 
 EDIT_SIMILARITY = 0.6
 #: Mixed into the stored file hash: bump it when parsing changes, so every file is re-read.
-FORMAT = b"memoryd-sync-2\n"
+FORMAT = b"memoryd-sync-3\n"
 _BULLET = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -84,7 +92,7 @@ def parse_entries(content: str) -> list[Entry]:
             entries.append(Entry(text, section, start, end))
         current = []
 
-    for n, raw in enumerate(content.splitlines(), start=1):
+    for n, raw in enumerate(split_lines(content), start=1):
         line = raw.rstrip()
         if fence is not None:
             fence.append(raw)
@@ -146,6 +154,24 @@ def template_keys() -> frozenset[str]:
     return frozenset(e.key for e in parse_entries(template_text("MEMORY.md")))
 
 
+def promoted_lines(ctx: PipelineContext, agent: str, content: str) -> set[tuple[int, str]]:
+    """(line, entry key) of the lines promotion wrote into ``content``'s promoted block:
+    a line inside the block whose text is one promotion recorded (kv ``promote:<agent>``)."""
+    block = split_block(content)
+    if not block.found:
+        return set()
+    wrote = {
+        " ".join(k.split()).casefold() for k in ctx.memory.store.kv_get(promoted_key(agent)) or {}
+    }
+    out: set[tuple[int, str]] = set()
+    lines = split_lines(content)
+    for n in range(block.first_line, min(block.last_line, len(lines)) + 1):
+        text = entry_text(lines[n - 1])
+        if text and " ".join(text.split()).casefold() in wrote:
+            out.add((n, line_hash(text)))
+    return out
+
+
 def state_key(agent: str) -> str:
     return f"sync:{agent}"
 
@@ -171,7 +197,15 @@ def sync_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
         result.count("unchanged_files")
         return result
     boilerplate = template_keys()
-    entries = [e for e in parse_entries(raw.decode("utf-8", "replace")) if e.key not in boilerplate]
+    content = raw.decode("utf-8", "replace")
+    derived = promoted_lines(ctx, ws.agent_id, content)
+    entries = [
+        e
+        for e in parse_entries(content)
+        if e.key not in boilerplate and (e.start_line, e.key) not in derived
+    ]
+    if derived:
+        result.count("promoted_lines_skipped", len(derived))
     old: dict[str, str] = dict(state.get("lines") or {})
     wanted = {e.key: e for e in entries}
     removed = [k for k in old if k not in wanted]

@@ -1,0 +1,143 @@
+"""Tasks end: the statement that finishes a task closes it, and no pipeline brings a
+closed or archived task back as active (issue 31, item 4). Real store, real model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memoryd.core import Memory
+from memoryd.embed import Embedder
+from memoryd.extract.tasks import completion, match_tasks, stem
+from memoryd.models import Filters, State
+from memoryd.pipelines.runs import run_pipeline
+from memoryd.settings import Settings
+from tests.pipelines_kit import FixedClock, pipeline_settings, workspace, write_section
+
+OPEN = [
+    ("keys", "Rotate the AWS access keys by Friday"),
+    ("pr482", "Review PR #482 tomorrow"),
+    ("pr483", "Review PR #483 tomorrow"),
+    ("runbook", "I need to update the staging runbook"),
+    ("dentist", "Remind me to call the dentist next week"),
+]
+
+
+@pytest.mark.parametrize(
+    ("said", "closes"),
+    [
+        ("Rotated the AWS keys this morning.", ["keys"]),
+        ("assistant: Great, the AWS keys are rotated now.", ["keys"]),
+        ("PR #482 merged.", ["pr482"]),
+        ("I'm done with the review of #483", ["pr483"]),
+        ("We updated the staging runbook", ["runbook"]),
+        ("Called the dentist, the appointment is on the 3rd", ["dentist"]),
+        # not finished: future, negated, a question, trouble, chit-chat, another PR
+        ("I will rotate the keys tomorrow", []),
+        ("I didn't rotate the keys", []),
+        ("Did you rotate the AWS keys?", []),
+        ("The build failed again", []),
+        ("I'm heading out for the day, see you tomorrow.", []),
+        ("PR #490 merged.", []),
+        # which review? two are open: the statement does not say, so nothing closes
+        ("Done with the review.", []),
+    ],
+)
+def test_a_completion_closes_the_task_it_finishes(said: str, closes: list[str]) -> None:
+    assert [m.task_id for m in match_tasks(said, OPEN)] == closes
+
+
+def test_one_task_stored_twice_closes_twice_and_the_match_says_why() -> None:
+    both = [("short", "Review PR #482 tomorrow"), ("long", "Review PR #482 tomorrow")]
+    found = match_tasks("PR #482 merged", both)
+    assert sorted(m.task_id for m in found) == ["long", "short"]
+    assert "same 482" in found[0].why
+    assert stem("rotated") == stem("rotate") == stem("rotating")
+    assert completion("Rotate the AWS keys by Friday") is None  # a task, not its end
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock("2026-03-20T12:00:00+00:00")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return pipeline_settings(tmp_path / "home")
+
+
+@pytest.fixture
+def mem(settings: Settings, embedder: Embedder, clock: FixedClock) -> Iterator[Memory]:
+    m = Memory(settings, embedder=embedder, clock=clock)
+    yield m
+    m.close()
+
+
+def active_tasks(mem: Memory) -> list[str]:
+    return sorted(
+        r.text for r in mem.store.iter_all(Filters(agent_id="alpha", categories=["task"]))
+    )
+
+
+def test_the_dream_closes_a_task_finished_in_the_diary(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    root = workspace(settings, "alpha")
+    write_section(root, "2026-03-20", "09:00", ["**user**: Rotate the AWS access keys by Friday."])
+    write_section(root, "2026-03-20", "10:00", ["**user**: Review PR #482 tomorrow."])
+    clock.now = datetime.fromisoformat("2026-03-21T02:00:00+00:00")
+    run_pipeline(mem, "dream")
+    assert active_tasks(mem) == [
+        "Review PR #482 tomorrow.",
+        "Rotate the AWS access keys by Friday.",
+    ]
+    (keys,) = [r.id for r in mem.store.iter_all(Filters(agent_id="alpha")) if "AWS" in r.text]
+
+    write_section(root, "2026-03-21", "16:00", ["**user**: Rotated the AWS keys this afternoon."])
+    clock.now = datetime.fromisoformat("2026-03-22T02:00:00+00:00")
+    run = run_pipeline(mem, "dream")
+    assert run.counts["tasks_closed"] == 1
+    assert active_tasks(mem) == ["Review PR #482 tomorrow."]
+    closed = mem.get(keys)  # the same memory (the offline reconciler may have reworded it)
+    assert closed.state == State.ARCHIVED
+    assert closed.metadata["closed_at"].startswith("2026-03-22")
+    assert "Rotated the AWS keys" in closed.metadata["closed_by"]
+    history = mem.history(closed.id)
+    assert "task closed" in (history[-1].reason or "")
+    assert "Tasks closed by a statement that finished them: 1" in (root / "DREAMS.md").read_text()
+
+
+def test_a_week_old_short_term_task_is_not_carried_back_after_decay_archived_it(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """The issue's resurrection: decay archived "review PR #482 (tomorrow)"; the dream
+    then re-added it from its week-old short-term copy as a fresh, active task."""
+    workspace(settings, "alpha")
+    task = {"user_id": "default", "agent_id": "alpha", "category": "task"}
+    short = mem.add("Review PR #482 tomorrow", run_id="2026-03-20", **task)[0].id
+    long = mem.add("I need to review PR #482 tomorrow", **task)[0].id
+    clock.now += timedelta(days=7, hours=14)
+    decay = run_pipeline(mem, "decay")
+    assert decay.counts["archived"] == 1 and mem.get(long).state == State.ARCHIVED
+    dream = run_pipeline(mem, "dream")
+    assert dream.counts["short_term_left_out"] == 1
+    assert dream.counts["short_term_consolidated"] == 0
+    assert active_tasks(mem) == []  # not back as active
+    assert mem.get(short, include_deleted=True).state == State.DELETED
+    assert "task older than" in (mem.history(short)[-1].reason or "")
+
+
+def test_chit_chat_is_not_consolidated(mem: Memory, settings: Settings, clock: FixedClock) -> None:
+    workspace(settings, "alpha")
+    mem.add("Noted, I'll keep that in mind.", user_id="default", agent_id="alpha",
+            run_id="2026-03-20")  # fmt: skip
+    mem.add("The billing service listens on port 8230", user_id="default", agent_id="alpha",
+            run_id="2026-03-20")  # fmt: skip
+    clock.now += timedelta(days=8)
+    run = run_pipeline(mem, "dream")
+    assert run.counts["short_term_left_out"] == 1 and run.counts["short_term_consolidated"] == 1
+    long_term = [r.text for r in mem.store.iter_all(Filters(agent_id="alpha", long_term_only=True))]
+    assert long_term == ["The billing service listens on port 8230"]
