@@ -99,7 +99,7 @@ def _superseded_texts(r: MemoryRecord, history: list[HistoryEntry], topic: str) 
 def facts(memory: Memory, ws: Workspace) -> list[Said]:
     seen: set[str] = set()
     out: list[Said] = []
-    for scope in fact_scopes(memory, ws, [State.ACTIVE, State.DELETED]):
+    for scope in fact_scopes(memory, ws, [State.ACTIVE, State.DELETED, State.SUPERSEDED]):
         for r in memory.store.iter_all(scope):
             if r.id in seen:
                 continue
@@ -108,12 +108,18 @@ def facts(memory: Memory, ws: Workspace) -> list[Said]:
             person = r.metadata.get("person")
             names = [person.strip()] if isinstance(person, str) and person.strip() else []
             valid_from = _day(r.event_at or r.created_at)
-            history = memory.store.history(r.id) if r.updated_at != r.created_at else []
+            # every record's history: with one clock an update in the same instant as the
+            # add leaves updated_at == created_at, so the times cannot say who changed
+            history = memory.store.history(r.id)
             if r.state == State.DELETED:
                 deleted = [h for h in history if h.event == Event.DELETE]
                 if not deleted or not (deleted[-1].reason or "").startswith(RECONCILED):
                     continue  # a person deleted it: forgotten here too
                 when = _day(deleted[-1].created_at)
+                said = Said(normalise(r.text), _fact_evidence(r), topic, valid_from, when, when)
+                said.status, said.note = "superseded", "replaced by a newer fact"
+            elif r.state == State.SUPERSEDED:  # a newer fact superseded it (Memory.add)
+                when = _day(r.valid_until or r.updated_at)
                 said = Said(normalise(r.text), _fact_evidence(r), topic, valid_from, when, when)
                 said.status, said.note = "superseded", "replaced by a newer fact"
             else:
