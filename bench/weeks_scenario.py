@@ -523,7 +523,7 @@ DATA_FACTS: list[FactBank] = [
         [
             (
                 "The weekly revenue query is slow.",
-                "The weekly revenue query scans the whole events table in {v}; I added a partition filter.",
+                "The weekly revenue query scans the whole events table in the {v} warehouse; I added a partition filter.",
             )
         ],
         [
@@ -1035,7 +1035,7 @@ TASKS: dict[str, list[tuple[str, str, str, str, str, str, str, str]]] = {
             "I'll plan the Airflow 2.{k} upgrade for this week.",
             "Airflow is upgraded to 2.{k}.",
             "Confirmed, Airflow 2.{k} is running.",
-            r"Airflow 2\.{k}",
+            r"Airflow (to )?2\.{k}",
             r"upgraded|is running",
         ),
         (
@@ -1416,8 +1416,8 @@ def generate(seed: int = 1, variant: str = "eng", weeks: int = 5) -> Scenario:
     for i, (key, agent, kind, says, changes, mentions, queries) in enumerate(chosen):
         n_changes = (2 if i in twice else 1) if days >= 14 else 1
         vals = _values(rng, kind, n_changes + 1, used)
-        stated = rng.choice([d for d in workdays if d < min(5, days)])
-        later = [d for d in workdays if d > stated + 1]
+        stated = rng.choice([d for d in workdays if d < (5 if weeks > 1 else 3)])
+        later = [d for d in workdays if d > stated + 1] or list(range(stated + 1, days))
         if weeks >= 2:
             later = [d for d in later if d < days - 3] or later
         change_days = sorted(rng.sample(later, k=min(n_changes, len(later)))) if later else []

@@ -30,7 +30,7 @@ from weeks_scenario import Fact, Scenario, Task
 _STOP_WORDS = (
     "which what when where does do did is are the this that with from have has for how who "
     "should about there their they them your into onto than then also just only much many "
-    "long used uses using use"
+    "long used uses using use and not now our you can was its all any off out get got why let"
 )
 STOP = frozenset(_STOP_WORDS.split())
 _WORDS = re.compile(r"[a-z0-9][a-z0-9_\-]*")
@@ -50,11 +50,11 @@ def mentions(text: str, token: str) -> bool:
 
 
 def _prefixes(queries: Iterable[str]) -> set[str]:
-    return {w[:5] for q in queries for w in words(q) if len(w) >= 4 and w not in STOP}
+    return {w[:5] for q in queries for w in words(q) if len(w) >= 3 and w not in STOP}
 
 
 def about(text: str, fact: Fact) -> bool:
-    return bool(_prefixes(fact.queries) & {w[:5] for w in words(text) if len(w) >= 4})
+    return bool(_prefixes(fact.queries) & {w[:5] for w in words(text) if len(w) >= 3})
 
 
 def value_said(text: str, fact: Fact, at: datetime) -> str | None:
