@@ -468,6 +468,47 @@ def row(c: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def targets(result: dict[str, Any]) -> dict[str, bool | None]:
+    """Issue 31's "done when", each over every weekly checkpoint (None: not measured)."""
+    cps = result["checkpoints"]
+
+    def every(ok: Any) -> bool:
+        return all(ok(c) for c in cps)
+
+    def first(c: dict[str, Any]) -> bool:
+        cf = c["changed_facts"]["current_first"]
+        return all(v is None or v >= 0.95 for v in cf.values())
+
+    def lessons(c: dict[str, Any]) -> bool:
+        le = c["lessons"]
+        return le["junk_shared"] == 0 and (le["all"] == 0 or le["real"] >= 0.9 * le["all"])
+
+    probe = result["similar_probe"]
+    return {
+        "current value first >= 95% (both faces)": every(first),
+        "no superseded value above the current one": every(
+            lambda c: c["changed_facts"]["stale_above"] == 0
+        ),
+        "MEMORY.md: 0 stale, 0 done-as-open, 0 junk": every(
+            lambda c: (
+                c["memory_md"]["stale"] + c["memory_md"]["done_as_open"] + c["memory_md"]["junk"]
+                == 0
+            )
+        ),
+        "0 finished tasks back": every(lambda c: c["tasks"]["back_as_active"] == 0),
+        ">= 90% of lessons real, no junk in the pool": every(lessons),
+        "<= 3% of long-term facts chit-chat": every(
+            lambda c: (c["long_term"]["chitchat_share"] or 0) <= 0.03
+        ),
+        "50 similar facts stay 50": probe["memories"] == probe["added"] if probe["added"] else None,
+        "0 leaks": every(lambda c: c["leaks"]["total"] == 0),
+    }
+
+
+def _mark(ok: bool | None) -> str:
+    return "-" if ok is None else "x" if ok else " "
+
+
 def markdown(result: dict[str, Any]) -> str:
     head = "| " + " | ".join(title for _, title in COLUMNS) + " |"
     rule = "|" + "---|" * len(COLUMNS)
@@ -482,8 +523,13 @@ def markdown(result: dict[str, Any]) -> str:
         f"{sc['exchanges']} exchanges, {sc['facts_that_change']} facts changing "
         f"{sc['changes']} times, {sc['tasks']} tasks ({sc['tasks_finished']} finished), "
         f"{sc['real_lessons']} real lessons + {sc['trivial_failures']} trivial failures; "
-        f"{result['elapsed_s']} s ({result['cpu_s']} s of CPU).",
+        f"{result['elapsed_s']} s ({result.get('cpu_s', '?')} s of CPU).",
     ]
+    met = targets(result)
+    tail.append(
+        f"Targets met: {sum(ok is True for ok in met.values())} of {len(met)}"
+        + "".join(f"\n- [{_mark(ok)}] {name}" for name, ok in met.items())
+    )
     return "\n".join([head, rule, *body, *tail])
 
 
@@ -494,7 +540,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--variant", default="eng", choices=["eng", "data"])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-probe", action="store_true", help="skip the 50 similar facts")
+    ap.add_argument("--table", type=Path, help="only print the table of this result JSON")
     args = ap.parse_args(argv)
+    if args.table:
+        print(markdown(json.loads(args.table.read_text())))
+        return
     result = run(args.weeks, args.seed, args.variant, probe=not args.no_probe)
     out = args.out or REPO_ROOT / "bench" / "results" / f"weeks-{datetime.now(UTC):%Y-%m-%d}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
