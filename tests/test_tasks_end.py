@@ -59,6 +59,30 @@ def test_one_task_stored_twice_closes_twice_and_the_match_says_why() -> None:
     assert completion("Rotate the AWS keys by Friday") is None  # a task, not its end
 
 
+def test_both_wordings_of_a_task_close_and_a_statement_may_say_more() -> None:
+    """The user's request and the assistant's promise are one task, in two memories."""
+    cert = [
+        ("asked", "Renew the TLS certificate for api.orion.dev before the 20th."),
+        ("promised", "Noted, I'll renew the api.orion.dev TLS certificate before the 20th."),
+        ("other", "Renew the TLS certificate for docs.orion.dev before the 20th."),
+    ]
+    for said in (
+        "Renewed the TLS certificate for api.orion.dev, it is valid until next year.",
+        "Done, the new certificate for api.orion.dev is live.",
+    ):
+        assert [m.task_id for m in match_tasks(said, cert)] == ["asked", "promised"], said
+    scan = [
+        ("asked", "Scan the staging tables for PII before the audit."),
+        ("promised", "I'll scan the staging tables for PII before the audit."),
+    ]
+    found = match_tasks("Finished the PII scan: two columns masked.", scan)
+    assert sorted(m.task_id for m in found) == ["asked", "promised"]
+    assert match_tasks("Benchmarked the new search ranking: recall is up 4 points.", [
+        ("bench", "Benchmark the new search ranking before the demo on Friday."),
+    ])  # fmt: skip
+    assert not match_tasks("I'll renew the certificate later today.", cert)
+
+
 @pytest.fixture
 def clock() -> FixedClock:
     return FixedClock("2026-03-20T12:00:00+00:00")

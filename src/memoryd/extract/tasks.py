@@ -31,14 +31,14 @@ TASK_CATEGORY = "task"
 
 _WORD = re.compile(r"#?[\w][\w.#/-]*", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-_SPEAKER = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?[\w .-]{1,40}?(?:\*\*)?:\s+")
+#: ``user: ...``, ``**Ada**: ...``: one word before the colon (two are a sentence's own).
+_SPEAKER = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?[\w.-]{1,40}(?:\*\*)?(?: \(\w{1,20}\))?:\s+")
 #: Not done: a negation or a still-open marker anywhere in the sentence.
 _NOT_DONE = re.compile(
     r"\b(?:not|never|no longer|haven't|hasn't|hadn't|didn't|don't|doesn't|isn't|aren't|"
     r"wasn't|weren't|won't|can't|cannot|couldn't|yet|still|will|shall|going to|need(?:s|ed)? to|"
-    r"ha(?:ve|s) to|should|must|remind|todo|to-do|tomorrow|next|later|plan(?:s|ning)? to|"
-    r"want(?:s)? to|let's|please|could you|can you|would you|if|when|once|after|before|by "
-    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|eod|end of))\b|\?",
+    r"ha(?:ve|s) to|should|must|remind|todo|to-do|tomorrow|later today|plan(?:s|ning)? to|"
+    r"want(?:s)? to|let's|please|could you|can you|would you|if)\b|\w'll\b|\?",
     re.IGNORECASE,
 )
 #: Phrases that say work is finished; group 1, when present, is what was finished.
@@ -47,7 +47,8 @@ _DONE_PHRASE = re.compile(
     r"wrapped up|took care of|taken care of|closed out|ticked off|checked off)\s+(.+)$"
     r"|^(.+?)\s+(?:is|are|was|were|has been|have been)\s+(?:done|finished|complete|completed|"
     r"merged|closed|resolved|sorted|shipped|deployed|fixed|rotated|sent|submitted)\b"
-    r"|\b(?:✅|✔|\[x\])\s*(.+)$",
+    r"|\b(?:✅|✔|\[x\])\s*(.+)$"
+    r"|^(?:all )?(?:done|finished)\b[,.!:]*\s*(.*)$",
     re.IGNORECASE,
 )
 #: Past tenses that are not -ed.
@@ -94,7 +95,8 @@ _NOT_OBJECT = frozenset(
     week weekend month monday tuesday wednesday thursday friday saturday sunday eod end
     next last soon now later please need needs needed must should will remind reminder
     todo to-do task tasks finally just all also already up out off over again
-    finished completed complete wrapped took taken care closed ticked checked""".split()  # noqa: SIM905
+    finished completed complete wrapped took taken care closed ticked checked
+    confirmed great thanks thank good ok okay sure noted yes cool nice perfect""".split()  # noqa: SIM905
 )
 
 
@@ -120,7 +122,7 @@ def stem(word: str) -> str:
     """A crude, deterministic stem: ``rotated``/``rotate``/``rotating`` -> ``rotat``."""
     w = word.lower().strip(".,;:!?()[]{}\"'`")
     w = _IRREGULAR.get(w, w)
-    for suffix in ("ing", "ied", "ed", "es", "s", "e"):
+    for suffix in ("ion", "ing", "ied", "ed", "es", "s", "e"):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: -len(suffix)] + ("y" if suffix == "ied" else "")
             break
@@ -134,13 +136,15 @@ def _tokens(text: str) -> list[str]:
 
 
 def identifiers(text: str) -> set[str]:
-    """Tokens that name one thing: with a digit, or a ``#ref``, a path or a dotted name."""
+    """Tokens that name one thing: with a digit, or a ``#ref``, a path, a dotted name
+    (``api.orion.dev``) or an ``under_score``."""
     out: set[str] = set()
     for t in _tokens(text):
         t = t.lower().rstrip(".-/")
         if len(t) < 2:
             continue
-        if any(c.isdigit() for c in t) or t.startswith("#") or "/" in t or "_" in t:
+        dotted = "." in t.strip(".")
+        if any(c.isdigit() for c in t) or t.startswith("#") or "/" in t or "_" in t or dotted:
             out.add(t.lstrip("#") if t.startswith("#") else t)
     return out
 
@@ -187,7 +191,7 @@ def completion(sentence: str) -> Completion | None:
     done_object: set[str] = set()
     if phrase:
         named = next((g for g in phrase.groups() if g), "")
-        done_object = object_words(named)
+        done_object = object_words(re.split(r"[:;,(]|\s-\s", named, maxsplit=1)[0])
     if not verbs and not phrase:
         return None
     return Completion(
@@ -225,15 +229,29 @@ def finishes(done: Completion, task_text: str) -> tuple[float, str] | None:
     return None
 
 
+SAME_TASK = 0.5  # object-word overlap (Jaccard) at which two task texts say one task
+
+
+def same_task(a: str, b: str) -> bool:
+    """Two wordings of one task ("Rotate the AWS keys by Friday" and "I'll rotate the AWS
+    keys before Friday"): the same identifiers, and most object words shared."""
+    if identifiers(a) != identifiers(b):
+        return False
+    wa, wb = object_words(a), object_words(b)
+    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= SAME_TASK
+
+
 def match_tasks(text: str, tasks: list[tuple[str, str]]) -> list[Match]:
     """The open tasks (``(id, text)``) that the statements in ``text`` finish.
 
-    Per statement, the best-scoring tasks. On a tie all of them when they share an
-    identifier with it ("PR #482 merged" closes every task about #482) or say the same
-    (one task stored twice, in short-term and long-term, closes twice); otherwise the
-    statement is ambiguous ("done with the review" with two reviews open) and closes
-    nothing. Each task once, best first.
+    Per statement: every task that shares an identifier with it ("PR #482 merged"
+    closes every task about #482); otherwise the best match and the other matches
+    that are wordings of the same task (the user's "Rotate the keys by Friday" and
+    the assistant's "I'll rotate the keys"). When the best matches are different
+    tasks ("done with the review" with two reviews open), the statement is
+    ambiguous and closes nothing. Each task once, best first.
     """
+    said = dict(tasks)
     best: dict[str, Match] = {}
     for done in completions(text):
         scored = []
@@ -243,13 +261,17 @@ def match_tasks(text: str, tasks: list[tuple[str, str]]) -> list[Match]:
                 scored.append((found[0], task_id, found[1]))
         if not scored:
             continue
-        top = max(s for s, _, _ in scored)
-        winners = [t for t in scored if t[0] == top]
-        said = {" ".join(dict(tasks)[t[1]].casefold().split()) for t in winners}
-        if top < 2.0 and len(said) > 1:
-            continue  # which of them? the statement does not say
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        top, lead = scored[0][0], scored[0][1]
+        if top >= 2.0:  # an identifier names the task(s)
+            winners = [t for t in scored if t[0] >= 2.0]
+        else:
+            rivals = [t for t in scored if t[0] == top and not same_task(said[t[1]], said[lead])]
+            if rivals:
+                continue  # which of them? the statement does not say
+            winners = [t for t in scored if same_task(said[t[1]], said[lead])]
         for score, task_id, why in winners:
-            if score == top and (task_id not in best or best[task_id].score < score):
+            if task_id not in best or best[task_id].score < score:
                 best[task_id] = Match(task_id, score, f"{done.text!r}: {why}")
     return sorted(best.values(), key=lambda m: (-m.score, m.task_id))
 
