@@ -290,3 +290,15 @@ def test_a_turn_posted_with_its_channel_is_followed_up_through_every_face(
         m.close()
     memory_md = settings.home / "workspaces" / "dev" / "MEMORY.md"
     assert not memory_md.exists() or "budget" not in memory_md.read_text()
+
+
+def test_a_diary_symlinked_out_of_the_workspace_is_not_read(mem: Memory, tmp_path: Path) -> None:
+    """A diary that is a symlink to a file outside the workspace (someone else's text)
+    yields no follow-ups: the commitments pipeline reads through the safe file layer."""
+    say(mem, "dev", "Remind me on Friday to wire 5,000 EUR to the new IBAN.")
+    diary = workspace(mem.settings, "dev") / "memory" / "2026-03-10.md"
+    planted = tmp_path / "planted.md"
+    diary.rename(planted)
+    diary.symlink_to(planted)
+    record = run_pipeline(mem, "commitments")
+    assert commitments.listing(mem, "dev") == [], record.notes

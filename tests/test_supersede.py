@@ -265,3 +265,14 @@ def http_hits(url: str, query: str) -> list[dict]:
 
     body = {"query": query, "user_id": "u", "include_superseded": True}
     return httpx.post(f"{url}/memory/search", json=body).json()["results"]  # type: ignore[no-any-return]
+
+
+def test_a_restored_superseded_fact_is_current_again(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    old = memory.add("The cache TTL is 60 seconds.", user_id="u", infer=True)[0]
+    clock.advance(days=1)
+    new = memory.add("The cache TTL is now 120 seconds.", user_id="u", infer=True)[0]
+    assert new.event == Event.UPDATE
+    back = memory.restore(old.id)  # type: ignore[arg-type]
+    assert back.state == State.ACTIVE and back.valid_until is None and back.superseded_by is None
+    assert [h.event for h in memory.history(old.id)] == [Event.ADD, Event.SUPERSEDE, Event.RESTORE]  # type: ignore[arg-type]
+    assert back.valid_at(clock())

@@ -202,6 +202,7 @@ def test_flush_session_end_and_diary_through_a_symlinked_memory_folder_are_403(
             r = httpx.post(f"{server.url}{route}", json=body)
             assert r.status_code == 403, (route, r.status_code, r.text)
             assert r.json()["error"] == "OutsideWorkspaceError" and r.json()["hint"]
+            assert str(ws.root) not in r.text  # the workspace-relative name, not the server's
     assert _tree(outside) == before
     _no_temp_files(ws.root, outside)
 
@@ -253,6 +254,17 @@ def test_wiki_compile_does_not_write_through_a_symlinked_state_folder(
     with pytest.raises(OutsideWorkspaceError):
         compile_wiki(memory, ws)
     assert _tree(outside) == before
+
+
+def test_wiki_compile_does_not_read_an_outside_memory_md(
+    memory: Memory, ws: Workspace, outside: Path
+) -> None:
+    (ws.root / "MEMORY.md").unlink()
+    (ws.root / "MEMORY.md").symlink_to(outside / "secret.md")
+    with pytest.raises(OutsideWorkspaceError):
+        compile_wiki(memory, ws)
+    wiki = ws.root / "wiki"
+    assert not wiki.exists() or not any("TOP-SECRET" in t for t in map(str, _tree(wiki).values()))
 
 
 def test_wiki_get_refuses_symlinked_pages_and_files_named_out_of_the_vault(

@@ -839,6 +839,15 @@ class Memory:
         record = self.get(memory_id, user_id=user_id, include_deleted=True)
         if record.state == State.ACTIVE:
             return record
+        if record.state == State.SUPERSEDED:  # current again: no longer closed or replaced
+            kept = {
+                k: v
+                for k, v in record.metadata.items()
+                if k not in ("valid_until", "superseded_by")
+            }
+            reopened = record.model_copy(update={"state": State.ACTIVE, "metadata": kept})
+            reopened.embedding = None  # keeps the stored vector
+            return self.store.update(reopened, event=Event.RESTORE, actor=actor)
         return self.store.set_state(memory_id, State.ACTIVE, event=Event.RESTORE, actor=actor)
 
     def reset(self, *, user_id: str, agent_id: str | None = None, run_id: str | None = None) -> int:

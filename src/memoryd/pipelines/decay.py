@@ -313,7 +313,8 @@ def decay(ctx: PipelineContext) -> RunResult:
     result = RunResult()
     store = ctx.memory.store
     if not ctx.dry_run:
-        recovered = flush(store, NAME)  # lessons.md blocks a killed run committed but did not write
+        # lessons.md blocks a killed run committed but did not write
+        recovered = flush(store, NAME, ctx.settings.workspace)
         if recovered:
             result.count("lessons_md_recovered", recovered)
     now = ctx.now()
@@ -332,6 +333,6 @@ def decay(ctx: PipelineContext) -> RunResult:
 
     ctx.each(result, groups, decay_group, label=lambda g: f"{g.label} of user {g.user_id}")
     if not ctx.dry_run:
-        flush(store, NAME)
+        flush(store, NAME, ctx.settings.workspace)
     refresh_indexes(ctx, result, sorted(touched | set(ctx.agents())))
     return result

@@ -249,7 +249,7 @@ def lessons_from_sessions(ctx: PipelineContext, agent: str, result: RunResult) -
         if not ctx.dry_run:
             store.kv_set(_state_key(agent), states)
     if not ctx.dry_run:
-        flush(store, NAME)
+        flush(store, NAME, ctx.settings.workspace)
     return result.counts.get("lessons", 0) + result.counts.get("would_store", 0) > before
 
 
@@ -263,7 +263,7 @@ def lessons(ctx: PipelineContext) -> RunResult:
     result = RunResult()
     store = ctx.memory.store
     if not ctx.dry_run:
-        recovered = flush(store, NAME)
+        recovered = flush(store, NAME, ctx.settings.workspace)
         if recovered:
             result.count("lessons_md_recovered", recovered)
     touched: list[str] = []

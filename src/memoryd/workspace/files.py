@@ -170,8 +170,8 @@ def memory_get(
         fd = ws.fs.open_read(target)
     except OutsideWorkspaceError as exc:
         raise OutsideWorkspaceError(
-            f"path {path!r} leads outside the workspace of agent {ws.agent_id!r}",
-            f"memory_get only reads files inside the agent workspace ({exc.message})",
+            f"path {path!r} leads outside the workspace of agent {ws.agent_id!r} ({exc.message})",
+            "memory_get only reads files inside the agent workspace (symlinks out are refused)",
         ) from None
     except FileNotFoundError:
         return FileSlice(

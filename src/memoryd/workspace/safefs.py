@@ -90,6 +90,15 @@ class WorkspaceFS:
         return self.bases[0]
 
     # -- checks ---------------------------------------------------------------------------
+    def name(self, path: Path | str) -> str:
+        """How errors name ``path``: relative to the workspace (clients never see where
+        the server keeps it), else its last component."""
+        path = Path(os.path.abspath(path))
+        for base in self.bases:
+            if path.is_relative_to(base):
+                return path.relative_to(base).as_posix() or "the workspace folder"
+        return path.name
+
     def check(self, fd: int, path: Path | str) -> None:
         """Refuse (and close) ``fd`` unless it is inside the allowed roots."""
         try:
@@ -97,17 +106,17 @@ class WorkspaceFS:
         except OSError as exc:  # no /proc: refuse rather than guess
             os.close(fd)
             raise OutsideWorkspaceError(
-                f"cannot tell where {path} leads ({exc.strerror or exc})",
+                f"cannot tell where {self.name(path)} leads ({exc.strerror or exc})",
                 "memoryd checks workspace files through /proc/self/fd: mount /proc",
             ) from None
         if not _inside(real, self.roots):
             os.close(fd)
             log.warning("refused %s: it leads to %s, outside %s", path, real, self.roots)
-            raise OutsideWorkspaceError(f"{path} leads outside the workspace", _HINT)
+            raise OutsideWorkspaceError(f"{self.name(path)} leads outside the workspace", _HINT)
 
     def _refuse_link(self, path: Path | str, exc: OSError) -> OutsideWorkspaceError:
         what = "a symlink loop" if exc.errno == errno.ELOOP else "a broken symlink"
-        return OutsideWorkspaceError(f"{path} is {what}", _HINT)
+        return OutsideWorkspaceError(f"{self.name(path)} is {what}", _HINT)
 
     # -- reading --------------------------------------------------------------------------
     def open_read(self, path: Path | str) -> int:
@@ -127,7 +136,9 @@ class WorkspaceFS:
             os.close(fd)
             if stat.S_ISDIR(mode):
                 raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
-            raise InvalidInputError(f"{path} is not a regular file", "pass a Markdown file")
+            raise InvalidInputError(
+                f"{self.name(path)} is not a regular file", "pass a Markdown file"
+            )
         return fd
 
     @contextlib.contextmanager
@@ -174,7 +185,7 @@ class WorkspaceFS:
         base = next((b for b in self.bases if path.is_relative_to(b)), None)
         if base is None:
             if create:
-                raise OutsideWorkspaceError(f"{path} is not under the workspace", _HINT)
+                raise OutsideWorkspaceError(f"{self.name(path)} is not under the workspace", _HINT)
             fd = os.open(path, _DIR)
             self.check(fd, path)
             return fd
@@ -236,7 +247,7 @@ class WorkspaceFS:
                 self.check(fd, path)
                 if not stat.S_ISREG(os.fstat(fd).st_mode):
                     os.close(fd)
-                    raise InvalidInputError(f"{path} is not a regular file", _HINT)
+                    raise InvalidInputError(f"{self.name(path)} is not a regular file", _HINT)
                 return fd
             with self.folder(path.parent, create=True) as dir_fd:
                 try:
@@ -245,9 +256,11 @@ class WorkspaceFS:
                 except FileExistsError:
                     if _is_link(path.name, dir_fd):
                         # a dangling symlink: creating it would create its target
-                        raise OutsideWorkspaceError(f"{path} is a broken symlink", _HINT) from None
+                        raise OutsideWorkspaceError(
+                            f"{self.name(path)} is a broken symlink", _HINT
+                        ) from None
                     continue  # another writer created it meanwhile: open theirs
-        raise OutsideWorkspaceError(f"{path} keeps changing under memoryd", _HINT)
+        raise OutsideWorkspaceError(f"{self.name(path)} keeps changing under memoryd", _HINT)
 
     @contextlib.contextmanager
     def replacing(self, path: Path | str, *, mode: int | None = None) -> Iterator[BinaryIO]:
@@ -268,7 +281,7 @@ class WorkspaceFS:
             folder, name = Path(os.path.dirname(real)), os.path.basename(real)
         with self.folder(folder, create=fd < 0) as dir_fd:
             if fd < 0 and _is_link(name, dir_fd):
-                raise OutsideWorkspaceError(f"{path} is a broken symlink", _HINT)
+                raise OutsideWorkspaceError(f"{self.name(path)} is a broken symlink", _HINT)
             with replacing_at(dir_fd, name, mode=0o644 if mode is None else mode) as out:
                 yield out
 
