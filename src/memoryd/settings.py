@@ -438,7 +438,9 @@ class PipelineSettings(BaseModel):
     schedules: dict[str, str] = Field(default_factory=dict)  # pipeline -> 5-field crontab
     disabled: list[str] = Field(default_factory=list)
     catch_up: bool = True  # a run missed while no server was up runs once at start
-    lock_ttl_s: float = Field(default=3600.0, gt=0)  # a crashed holder's lock lapses after this
+    # run locks die with their process (an SQLite file's flock, PostgreSQL's session);
+    # only an in-memory store's lease row waits this long after a crash
+    lock_ttl_s: float = Field(default=3600.0, gt=0)
     keep_runs: int = Field(default=500, ge=10)  # run records kept in kv "pipelines:runs"
 
     @field_validator("timezone")
