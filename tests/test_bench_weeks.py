@@ -104,3 +104,7 @@ def test_a_week_end_to_end_and_a_planted_stale_line(tmp_path: Path, embedder: Em
         assert clock.now == sc.end and sc.end - sc.start == timedelta(days=7)
         row = weeks.row(week)
         assert set(row) == {k for k, _ in weeks.COLUMNS}
+        probe = {"added": 0, "memories": 0, "events": {}}
+        result = {"checkpoints": [week], "similar_probe": probe, "scenario": sc.summary()}
+        met = weeks.targets({**result, "elapsed_s": 0})
+        assert met["0 leaks"] is True and met["50 similar facts stay 50"] is None
