@@ -31,7 +31,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -541,9 +540,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-probe", action="store_true", help="skip the 50 similar facts")
     ap.add_argument("--table", type=Path, help="only print the table of this result JSON")
+    ap.add_argument("--dump", type=Path, help="only write the scenario (every turn) as JSON")
     args = ap.parse_args(argv)
     if args.table:
         print(markdown(json.loads(args.table.read_text())))
+        return
+    if args.dump:
+        sc = generate(args.seed, args.variant, args.weeks)
+        args.dump.write_text(json.dumps(sc.dump(), indent=1) + "\n")
         return
     result = run(args.weeks, args.seed, args.variant, probe=not args.no_probe)
     out = args.out or REPO_ROOT / "bench" / "results" / f"weeks-{datetime.now(UTC):%Y-%m-%d}.json"
@@ -576,24 +580,7 @@ def run(weeks: int, seed: int, variant: str, *, probe: bool = True, home: Path |
                 "pipeline_errors": r.pipeline_errors[:20],
                 "checkpoints": checkpoints,
                 "similar_probe": similar,
-                "truth": {
-                    "facts": [
-                        {
-                            "key": f.key,
-                            "agent": f.agent,
-                            "values": [(t.isoformat(), v) for t, v in f.values],
-                        }
-                        for f in sc.facts
-                    ],
-                    "tasks": [
-                        {
-                            **asdict(t),
-                            "given_at": t.given_at.isoformat(),
-                            "done_at": t.done_at and t.done_at.isoformat(),
-                        }
-                        for t in sc.tasks
-                    ],
-                },
+                "truth": sc.truth(),
             }
 
 

@@ -22,7 +22,7 @@ import json
 import random
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -148,6 +148,40 @@ class Scenario:
 
     def checkpoints(self) -> list[datetime]:
         return [self.start + timedelta(days=7 * k) for k in range(1, self.weeks + 1)]
+
+    def truth(self) -> dict[str, Any]:
+        """What the scorer knows: facts with their values over time, tasks, episodes."""
+        return {
+            "facts": [
+                {"key": f.key, "agent": f.agent, "queries": f.queries,
+                 "values": [(t.isoformat(), v) for t, v in f.values]}
+                for f in self.facts
+            ],
+            "similar": [asdict(s) for s in self.stable],
+            "tasks": [
+                {**asdict(t), "given_at": t.given_at.isoformat(),
+                 "done_at": t.done_at and t.done_at.isoformat()}
+                for t in self.tasks
+            ],
+            "episodes": [{**asdict(e), "at": e.at.isoformat()} for e in self.episodes],
+        }  # fmt: skip
+
+    def dump(self) -> dict[str, Any]:
+        """The whole scenario, every turn and look-up, as JSON-ready data."""
+
+        def timed(items: list[Any]) -> list[dict[str, Any]]:
+            return [{**asdict(x), "at": x.at.isoformat()} for x in items]
+
+        return {
+            "summary": self.summary(),
+            "truth": self.truth(),
+            "exchanges": timed(self.exchanges),
+            "searches": timed(self.searches),
+            "transcripts": timed(self.transcripts),
+            "other_user": timed(self.other_user),
+            "memory_md": self.memory_md,
+            "similar_probe": self.similar,
+        }
 
     def summary(self) -> dict[str, Any]:
         kinds: dict[str, int] = {}
