@@ -276,3 +276,19 @@ def test_a_restored_superseded_fact_is_current_again(memory: Memory, clock) -> N
     assert back.state == State.ACTIVE and back.valid_until is None and back.superseded_by is None
     assert [h.event for h in memory.history(old.id)] == [Event.ADD, Event.SUPERSEDE, Event.RESTORE]  # type: ignore[arg-type]
     assert back.valid_at(clock())
+
+
+def test_every_stored_copy_of_the_old_value_is_superseded(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    # two copies of the old value, written verbatim (no reconciliation) by two paths
+    a = memory.add("The staging database is on port 5432.", user_id="u")[0]
+    b = memory.add("Staging Postgres runs on port 5432.", user_id="u")[0]
+    other = memory.add("The production database is on port 5433.", user_id="u")[0]
+    clock.advance(days=1)
+    new = memory.add("The staging database moved to port 6432.", user_id="u", infer=True)[0]
+    assert new.event == Event.UPDATE
+    for old in (a, b):
+        record = memory.get(old.id)  # type: ignore[arg-type]
+        assert record.state == State.SUPERSEDED and record.superseded_by == new.id
+    assert memory.get(other.id).state == State.ACTIVE  # type: ignore[arg-type]
+    hits = memory.search("staging database port", user_id="u")
+    assert hits[0].id == new.id and "5432" not in " ".join(h.text for h in hits)

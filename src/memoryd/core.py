@@ -674,20 +674,24 @@ class Memory:
             updated_at=now,
             event_at=event_at,
         )
-        closed = old.model_copy(
-            update={
-                "state": State.SUPERSEDED,
-                "metadata": {
-                    **old.metadata,
-                    "valid_until": since.isoformat(),
-                    "superseded_by": record.id,
-                },
-            }
-        )
-        closed.embedding = None  # keeps the stored vector
-        self.store.update(
-            closed, event=Event.SUPERSEDE, actor=actor, reason=_reason("supersede", d)
-        )
+        stale = [old] + [
+            r for r in self.store.get_many([k.id for k in d.also]) if r.state == State.ACTIVE
+        ]
+        for r in stale:  # the old value, and any copy of an older one the fact also replaces
+            closed = r.model_copy(
+                update={
+                    "state": State.SUPERSEDED,
+                    "metadata": {
+                        **r.metadata,
+                        "valid_until": since.isoformat(),
+                        "superseded_by": record.id,
+                    },
+                }
+            )
+            closed.embedding = None  # keeps the stored vector
+            self.store.update(
+                closed, event=Event.SUPERSEDE, actor=actor, reason=_reason("supersede", d)
+            )
         return record
 
     def _provenance(

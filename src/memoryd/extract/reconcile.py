@@ -68,6 +68,9 @@ class Decision:
     text: str  # the memory's text after the decision (the fact itself for NONE/DELETE)
     target: Known | None = None
     reason: str = ""
+    # an UPDATE's other memories holding an older value of the same subject and attribute
+    # (copies written before the change was recognised): superseded by the same fact
+    also: list[Known] = field(default_factory=list)
 
 
 class Reconciler(Protocol):
@@ -103,7 +106,7 @@ class ThresholdReconciler:
                 )
                 continue
             same: tuple[Known, str] | None = None
-            newer: tuple[Known, str] | None = None
+            newer: list[tuple[Known, str]] = []
             for known, sim in fact.similar:
                 if sim < s.supersede_similarity:
                     continue
@@ -111,13 +114,16 @@ class ThresholdReconciler:
                 if verdict == Verdict.SAME:
                     same = (known, f"{why}; similarity {sim:.2f}")
                     break
-                if verdict == Verdict.SUPERSEDES and newer is None and known.id not in updated:
-                    newer = (known, f"{why}; similarity {sim:.2f}")
+                if verdict == Verdict.SUPERSEDES and known.id not in updated:
+                    newer.append((known, f"{why}; similarity {sim:.2f}"))
             if same is not None:
                 decisions.append(Decision(fact.index, Event.NONE, fact.text, same[0], same[1]))
-            elif newer is not None:
-                updated.add(newer[0].id)
-                decisions.append(Decision(fact.index, Event.UPDATE, fact.text, newer[0], newer[1]))
+            elif newer:
+                updated.update(k.id for k, _ in newer)
+                (target, why), others = newer[0], [k for k, _ in newer[1:]]
+                decisions.append(
+                    Decision(fact.index, Event.UPDATE, fact.text, target, why, also=others)
+                )
             else:
                 decisions.append(Decision(fact.index, Event.ADD, fact.text, None, "new"))
                 added.append(fact)
