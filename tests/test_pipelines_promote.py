@@ -390,3 +390,27 @@ def test_a_superseded_fact_leaves_the_block_for_its_current_value(
     run = run_pipeline(mem, "promote")
     assert any("its memory is superseded" in n for n in run.notes), run.notes
     assert block_of((root / "MEMORY.md").read_text()) == ["- The staging database is on port 6432"]
+
+
+def test_a_line_from_an_old_diary_excerpt_leaves_once_a_newer_fact_says_otherwise(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    """A diary excerpt is evidence of what was said that day and is never superseded
+    itself; the line distilled from it is stale once a newer fact gives a new value."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from tests.pipelines_kit import write_section
+
+    root = workspace(loose, "alpha")
+    old = "The CI runners execute 12 parallel jobs per pipeline."
+    write_section(root, "2026-03-19", "09:00", [f"**user**: {old}", "**assistant**: Noted."])
+    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
+    recall(mem, "CI parallel jobs", "how many parallel jobs do the CI runners execute")
+    run_pipeline(mem, "promote")
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    clock.now += timedelta(days=2)
+    mem.add("The CI runners execute 16 parallel jobs per pipeline now.", user_id="default",
+            agent_id="alpha")  # fmt: skip
+    run = run_pipeline(mem, "promote")
+    assert any("a newer fact says 'The CI runners execute 16" in n for n in run.notes), run.notes
+    assert f"- {old}" not in block_of((root / "MEMORY.md").read_text())

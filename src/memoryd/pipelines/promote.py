@@ -55,9 +55,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memoryd.extract.claims import Verdict, compare
 from memoryd.extract.noise import is_bare_table, is_chitchat
 from memoryd.extract.tasks import is_closed, is_task
-from memoryd.models import MemoryRecord, Origin, State
+from memoryd.models import Filters, MemoryRecord, Origin, State
 from memoryd.pipelines.dreams_md import HEADER
 from memoryd.pipelines.promoted_block import (  # the markers, re-exported for callers
     BLOCK_END as BLOCK_END,
@@ -331,6 +332,50 @@ def why_not_current(record: MemoryRecord | None, now: datetime, picked: str | No
     return ""
 
 
+_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
+NEWER_CANDIDATES = 8  # current memories compared with a line for a newer value
+
+
+def said_at(record: MemoryRecord) -> datetime:
+    """When what a memory says was said: a diary excerpt's day (the start of it), else
+    when the fact became true."""
+    if record.origin == Origin.CHUNK and record.source is not None:
+        day = _DAY.search(record.source.path)
+        if day:
+            try:
+                return datetime.fromisoformat(day.group(1)).replace(tzinfo=UTC)
+            except ValueError:
+                pass
+    return record.valid_from
+
+
+def newer_value(ctx: PipelineContext, agent: str, text: str, since: datetime) -> str:
+    """A current fact said after ``since`` that gives ``text``'s subject and attribute a
+    new value ("CI runs 16 parallel jobs now" after "CI runs 12 parallel jobs"), or ''.
+
+    A diary excerpt is evidence of what was said that day and is never superseded
+    itself; a line distilled from it is stale once a newer fact says otherwise.
+    """
+    hits = ctx.memory.search(
+        text,
+        user_id=ctx.user_id,
+        agent_id=agent,
+        top_k=NEWER_CANDIDATES,
+        filters=Filters(origins=[Origin.API, Origin.FACT]),
+        time_decay=False,
+        record_recall=False,  # the pipeline looking is not an agent recalling
+    )
+    for hit in hits:
+        if hit.record.valid_from <= since or _norm(hit.text) == _norm(text):
+            continue
+        if is_task(hit.record.category, hit.text) or is_chitchat(hit.text):
+            continue
+        verdict, _ = compare(hit.text, text)
+        if verdict == Verdict.SUPERSEDES:
+            return hit.text
+    return ""
+
+
 def promote_agent(ctx: PipelineContext, ws: Workspace) -> RunResult:
     result = RunResult()
     seen = review(ctx, ws.agent_id)
@@ -371,7 +416,7 @@ def _still_there(ctx: PipelineContext, ws: Workspace, record: MemoryRecord, text
 
 
 def _stale_lines(
-    ctx: PipelineContext, lines: list[str], done: dict[str, dict[str, object]]
+    ctx: PipelineContext, agent: str, lines: list[str], done: dict[str, dict[str, object]]
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """The block's lines split into those that stay and those that leave (with why).
 
@@ -394,6 +439,9 @@ def _stale_lines(
             picked = None  # a distilled excerpt: its chunk's text is not the line
         why = why_not_current(record, now, picked if isinstance(picked, str) else None)
         why = why or not_promotable(text) or ""
+        if not why and record is not None:
+            newer = newer_value(ctx, agent, text, said_at(record))
+            why = f"a newer fact says {newer[:80]!r}" if newer else ""
         if why:
             stale.append((text, why))
         else:
@@ -415,6 +463,12 @@ def _rechecked(
             why = "its diary lines changed"
         if why:
             result.count("changed_before_writing")
+        elif record is not None and (
+            newer := newer_value(ctx, ws.agent_id, c.text, said_at(record))
+        ):
+            why = f"a newer fact says {newer[:80]!r}"
+            result.count("stale_candidates")
+        if why:
             result.note(f"{ws.agent_id}: not promoted, {why}: {c.text[:100]!r}")
             continue
         out.append(c)
@@ -437,7 +491,7 @@ def _rewrite(
         done: dict[str, dict[str, object]] = dict(
             ctx.memory.store.kv_get(promoted_key(ws.agent_id)) or {}
         )
-        kept, stale = _stale_lines(ctx, block.lines, done)
+        kept, stale = _stale_lines(ctx, ws.agent_id, block.lines, done)
         present = _agent_lines(content, block.first_line, block.last_line) + kept
         unseen = distinct(found, present)[: s.limit]
         fresh = _rechecked(ctx, ws, unseen, result)
