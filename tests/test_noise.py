@@ -27,6 +27,11 @@ CHITCHAT = [
     "Happy to help!",
     "I hope this helps.",
     "Let me check.",
+    "Thanks, that fixed it!",
+    "It works now, thanks",
+    "Sure, no problem at all!",
+    "Nice, good job.",
+    "ok I will do that",
     # greetings
     "Hi",
     "Hello there!",
@@ -46,6 +51,8 @@ CHITCHAT = [
     "Talk to you later.",
     "I'm off for lunch, back soon",
     "Calling it a day.",
+    "Brb, grabbing lunch",
+    "Take care!",
     # weather
     "It's pouring here today.",
     "What a sunny day it is outside!",
@@ -93,6 +100,9 @@ FACTS = [
     "Where the config lives: /etc/memoryd/app.toml",
     "Ravi owns the search service (port 9200).",
     "PR #482 was merged.",
+    "Interesting: the p99 latency doubled after the upgrade.",
+    "Great job on the migration to PostgreSQL 16.",
+    "Deploy done.",
     "We decided to use httpx instead of aiohttp.",
     # a table with its header is data, and a fact then a question keeps the fact
     "| service | port | owner |\n|---|---|---|\n| search | 9200 | Ravi |",

@@ -28,7 +28,7 @@ _ACK = (
     r"|awesome|excellent|wonderful|brilliant|lovely|right|alright|all right|yes|yeah|yep|yup"
     r"|no|nope|nah|no problem|no worries|of course|absolutely|definitely|done|fair enough"
     r"|good point|great question|good question|i see|ah|oh|aha|ahh|hmm+|um+|uh+|wow|oops|yikes"
-    r"|ugh|lol|haha+|hehe|fine|good|very good|very well|agreed|exactly|indeed|true|right on"
+    r"|ugh|lol|ha+|haha+|hehe|fine|good|very good|very well|agreed|exactly|indeed|true|right on"
     r"|ack|roger(?: that)?|copy(?: that)?|confirmed|thumbs up|np|my bad|sorry|oh well|nvm"
     r"|never ?mind|hah|mhm|uh huh|okey dokey|gotcha|excellent thanks|ok then|okay then)"
 )
@@ -79,9 +79,14 @@ _GENERIC = (
     r"|(?:how|what) can i (?:help|do)(?: you)?(?: with)?(?: today)?"
     r"|no (?:rush|hurry)|take your time|all good|it'?s fine|it'?s ok(?:ay)?|not a problem"
     r"|will keep (?:that|this|it) in mind|keep (?:me|us) posted"
+    r"|that (?:fixed|solved|did) it|it(?:'?s)? work(?:s|ing)(?: now| again)?|works now|all set"
+    r"|no problem at all|yes please|sounds like a plan|(?:great|good|nice) (?:work|job|catch)"
+    r"(?: everyone| team| all)?|(?:i )?appreciate (?:the|your) help|interesting|fair point"
+    r"|enjoy|take care|mate|grabbing (?:lunch|coffee|a coffee|a bite)|lunch time|coffee time"
 )
 _PATTERNS = (_ACK, _THANKS, _GREETING, _SIGN_OFF, _GENERIC)
-_EMPTY_CLAUSE = re.compile(r"^(?:" + "|".join(_PATTERNS) + r")(?: (?:" + _ACK + r"))*$")
+_ANY = "|".join(_PATTERNS)
+_EMPTY_CLAUSE = re.compile(r"^(?:" + _ANY + r")(?: (?:" + _ANY + r"))*$")
 
 # -- small talk about the weather ------------------------------------------------------------
 _WEATHER = re.compile(
