@@ -96,6 +96,25 @@ def test_reads_follow_symlinks_inside_and_refuse_the_others(
     assert SECRET.encode() in trusted.read_bytes(ws.memory_dir / "out.md")
 
 
+def test_fifos_and_devices_are_refused_without_being_opened(ws: Workspace, outside: Path) -> None:
+    """A FIFO opened for reading would block until a writer came: it is never opened."""
+    os.mkfifo(ws.memory_dir / "pipe.md")
+    os.mkfifo(outside / "pipe.md")
+    (ws.memory_dir / "out-pipe.md").symlink_to(outside / "pipe.md")
+    (ws.memory_dir / "null.md").symlink_to("/dev/null")
+    for name, error in (
+        ("pipe.md", InvalidInputError),
+        ("out-pipe.md", OutsideWorkspaceError),
+        ("null.md", OutsideWorkspaceError),
+    ):
+        with pytest.raises(error):
+            ws.fs.read_bytes(ws.memory_dir / name)
+        with pytest.raises(error):
+            ws.fs.open_append(ws.memory_dir / name)
+    with pytest.raises(InvalidInputError, match="not a regular file"):
+        memory_get(ws, "memory/pipe.md")
+
+
 def test_writes_through_a_symlinked_memory_folder_are_refused_and_leave_nothing(
     ws: Workspace, outside: Path
 ) -> None:
@@ -309,6 +328,8 @@ def test_swapping_a_file_for_a_symlink_out_never_leaks_or_writes_outside(
     seen: dict[str, int] = {"inside": 0, "refused": 0, "leaked": 0, "wrote": 0}
     problems: list[str] = []
 
+    swaps = threading.Event()  # the swapper is running before anyone reads
+
     def swap() -> None:
         n = 0
         while not stop.is_set():
@@ -319,6 +340,8 @@ def test_swapping_a_file_for_a_symlink_out_never_leaks_or_writes_outside(
                 os.symlink(outside / "secret.md", tmp)
             os.replace(tmp, race)
             n += 1
+            if n == 10:
+                swaps.set()
 
     def read(count: int) -> None:
         for _ in range(count):
@@ -348,6 +371,7 @@ def test_swapping_a_file_for_a_symlink_out_never_leaks_or_writes_outside(
 
     swapper = threading.Thread(target=swap)
     swapper.start()
+    swaps.wait()
     try:
         workers = [threading.Thread(target=read, args=(ROUNDS,))]
         workers.append(threading.Thread(target=write, args=(ROUNDS // 3,)))
@@ -372,5 +396,7 @@ def test_swapping_a_file_for_a_symlink_out_never_leaks_or_writes_outside(
     assert problems == []
     assert seen["leaked"] == 0
     assert (outside / "secret.md").read_bytes() == secret_before
-    assert seen["inside"] > 0 and seen["refused"] > 0 and seen["wrote"] > 0, seen
+    if FULL:  # how often each side is seen depends on thread scheduling: only asserted
+        # over 10,000 rounds (it was 7,666 inside / 2,334 refused / 1,049 appends)
+        assert seen["inside"] > 0 and seen["refused"] > 0 and seen["wrote"] > 0, seen
     assert real.read_text().count("## w") == seen["wrote"]

@@ -42,6 +42,7 @@ log = logging.getLogger("memoryd.workspace")
 _READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _APPEND = os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_PATH = (os.O_PATH | os.O_CLOEXEC) if hasattr(os, "O_PATH") and sys.platform == "linux" else 0
 _HINT = (
     "memoryd reads and writes only inside the workspace: replace the symlink with a real "
     "file or folder, or list its target in workspace.allowed_roots"
@@ -124,22 +125,39 @@ class WorkspaceFS:
 
         ``FileNotFoundError`` when it does not exist, ``IsADirectoryError`` for a folder,
         :class:`OutsideWorkspaceError` for anything leading out."""
+        return self._open_checked(path, _READ)
+
+    def _open_checked(self, path: Path | str, flags: int) -> int:
+        """Open the regular file ``path`` (symlinks followed) with ``flags`` once the kernel
+        says where it is. On Linux the file is first opened ``O_PATH`` (which opens nothing:
+        a FIFO or device out there is never really opened), checked, then reopened through
+        ``/proc/self/fd``, which reaches that same file whatever the path says by then."""
         try:
-            fd = os.open(path, _READ)
+            fd = os.open(path, _PATH if _PATH else flags)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise self._refuse_link(path, exc) from None
             raise
         self.check(fd, path)
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            os.close(fd)
+        try:
+            mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):
                 raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
-            raise InvalidInputError(
-                f"{self.name(path)} is not a regular file", "pass a Markdown file"
-            )
-        return fd
+            if not stat.S_ISREG(mode):
+                raise InvalidInputError(
+                    f"{self.name(path)} is not a regular file",
+                    "workspace files are plain Markdown files: remove or rename it",
+                )
+            if not _PATH:
+                return fd
+            return os.open(f"/proc/self/fd/{fd}", flags)
+        except BaseException:
+            if not _PATH:
+                os.close(fd)
+            raise
+        finally:
+            if _PATH:
+                os.close(fd)
 
     @contextlib.contextmanager
     def reading(self, path: Path | str, *, shared_lock: bool = False) -> Iterator[int]:
@@ -235,20 +253,10 @@ class WorkspaceFS:
         path = Path(path)
         for _ in range(3):
             try:
-                fd = os.open(path, _APPEND)  # no O_CREAT: opening writes nothing
+                return self._open_checked(path, _APPEND)  # no O_CREAT: opening writes nothing
             except FileNotFoundError:
                 if not create:
                     raise
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise self._refuse_link(path, exc) from None
-                raise
-            else:
-                self.check(fd, path)
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    os.close(fd)
-                    raise InvalidInputError(f"{self.name(path)} is not a regular file", _HINT)
-                return fd
             with self.folder(path.parent, create=True) as dir_fd:
                 try:
                     flags = _APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
