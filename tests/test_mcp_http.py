@@ -305,6 +305,10 @@ def test_session_context_and_workspace_files_through_mcp(keyed: Memory, server, 
         refused = dev.error("memory_get", path="memory/link.md")
         # OutsideWorkspaceError is a PermissionDeniedError (403); no server path in it
         assert "OutsideWorkspaceError" in refused and str(ws.root) not in refused
+        (ws.root / "USER.md").unlink(missing_ok=True)
+        (ws.root / "USER.md").symlink_to(outside)  # identity file pointing out: not shown
+        context = dev.call("memory_context")["text"]
+        assert "secret" not in context and "leads outside the workspace" in context
 
 
 def test_workspace_tools_need_an_agent_scope(server) -> None:  # type: ignore[no-untyped-def]
