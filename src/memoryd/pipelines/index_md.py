@@ -135,7 +135,7 @@ def write_index(memory: Memory, ws: Workspace, *, dry_run: bool = False) -> Inde
     data = text.encode("utf-8")
     try:
         changed = ws.fs.read_bytes(path) != data
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # memory/ a file: refused on writing
         changed = True
     if changed and not dry_run:
         ws.fs.replace_bytes(path, data)

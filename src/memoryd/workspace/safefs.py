@@ -115,6 +115,14 @@ class WorkspaceFS:
             log.warning("refused %s: it leads to %s, outside %s", path, real, self.roots)
             raise OutsideWorkspaceError(f"{self.name(path)} leads outside the workspace", _HINT)
 
+    def _wrong_kind(self, path: Path | str, what: str) -> InvalidInputError:
+        """A write meets a file where a folder must be, or a folder where a file must be
+        (``memory`` a file, today's diary a folder): named, never an OSError (a 500)."""
+        return InvalidInputError(
+            f"{self.name(path)} {what}",
+            "memoryd writes Markdown files in folders of the workspace: rename or remove it",
+        )
+
     def _refuse_link(self, path: Path | str, exc: OSError) -> OutsideWorkspaceError:
         what = "a symlink loop" if exc.errno == errno.ELOOP else "a broken symlink"
         return OutsideWorkspaceError(f"{self.name(path)} is {what}", _HINT)
@@ -211,7 +219,9 @@ class WorkspaceFS:
             self.root.mkdir(parents=True, exist_ok=True)  # the configured root is trusted
         fd = os.open(base, _DIR)
         self.check(fd, base)
+        here = base
         for part in path.relative_to(base).parts:
+            here = here / part
             try:
                 if create:
                     with contextlib.suppress(FileExistsError):
@@ -223,6 +233,8 @@ class WorkspaceFS:
                         exc.errno == errno.ENOENT and _is_link(part, fd)
                     ):
                         raise self._refuse_link(path, exc) from None
+                    if create and exc.errno == errno.ENOTDIR:  # a file where a folder must be
+                        raise self._wrong_kind(here, "is not a folder") from None
                     raise
             finally:
                 os.close(fd)
@@ -254,7 +266,9 @@ class WorkspaceFS:
         for _ in range(3):
             try:
                 return self._open_checked(path, _APPEND)  # no O_CREAT: opening writes nothing
-            except FileNotFoundError:
+            except IsADirectoryError:
+                raise self._wrong_kind(path, "is a folder, not a file") from None
+            except (FileNotFoundError, NotADirectoryError):  # the folder names it (below)
                 if not create:
                     raise
             with self.folder(path.parent, create=True) as dir_fd:
@@ -278,7 +292,9 @@ class WorkspaceFS:
         path = Path(path)
         try:
             fd = self.open_read(path)
-        except FileNotFoundError:
+        except IsADirectoryError:
+            raise self._wrong_kind(path, "is a folder, not a file") from None
+        except (FileNotFoundError, NotADirectoryError):  # opening the folder names a file in it
             folder, name = path.parent, path.name
             fd = -1
         if fd >= 0:
