@@ -4,6 +4,7 @@ is due), and memory flows diary -> short-term -> long-term as seed 000's timelin
 
 from __future__ import annotations
 
+import re
 import shutil
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -136,10 +137,13 @@ def test_a_week_of_two_agents(tmp_path: Path, embedder: Embedder) -> None:
         assert any("externally-managed" in r.text for r in shared)
 
         memory_md = (settings.home / "workspaces" / "alpha" / "MEMORY.md").read_text()
-        assert BLOCK_TITLE in memory_md
-        promoted = memory_md.split(BLOCK_TITLE)[1]
-        assert "billing" in promoted.lower() or "nginx" in promoted.lower()
+        promoted = memory_md.split(BLOCK_TITLE)[1] if BLOCK_TITLE in memory_md else ""
         assert "**user**" not in promoted  # diary Markdown does not leak into facts
+        # billing moves to a new port every three days: the often-recalled old ports are
+        # stale (a newer fact says otherwise), so none of them is promoted or stays
+        assert set(re.findall(r"port (\d+)", promoted)) <= {"8003"}
+        stale = [r.counts.get("stale_candidates", 0) for r in runs if r.name == "promote"]
+        assert sum(stale) > 0
 
         # and a dry run on the last night changes nothing
         before = mem.count(Filters(states=[]))
