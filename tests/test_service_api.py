@@ -223,7 +223,7 @@ def test_combined_search_ranks_a_relevant_short_term_hit_first(
     assert all(h["original_score"] >= 0.2 for h in body["results"])
 
 
-def test_list_get_update_history_delete_restore(api: httpx.Client) -> None:
+def test_list_get_update_history_delete_restore(api: httpx.Client, clock) -> None:  # type: ignore[no-untyped-def]
     first = add(api, "Standup at 9:30", agent_id="dev")
     add(api, "Retro on Fridays", agent_id="dev")
     add(api, "Someone else's", user_id="carol")
@@ -234,6 +234,7 @@ def test_list_get_update_history_delete_restore(api: httpx.Client) -> None:
         "/memory/update", json={"memory_id": first["id"], "text": "Standup at 10:00"}
     ).json()["result"]
     assert updated["memory"] == "Standup at 10:00"
+    clock.advance(minutes=1)  # the store stamps with the memory's clock
     assert api.delete(f"/memory/{first['id']}").json() == {"status": "ok", "deleted": first["id"]}
     assert api.get(f"/memory/{first['id']}").status_code == 404
     restored = api.post(f"/memory/restore/{first['id']}").json()["result"]
