@@ -541,6 +541,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-probe", action="store_true", help="skip the 50 similar facts")
     ap.add_argument("--table", type=Path, help="only print the table of this result JSON")
     ap.add_argument("--dump", type=Path, help="only write the scenario (every turn) as JSON")
+    ap.add_argument("--label", default=None, help="what code ran (e.g. a commit), kept in meta")
     args = ap.parse_args(argv)
     if args.table:
         print(markdown(json.loads(args.table.read_text())))
@@ -550,6 +551,7 @@ def main(argv: list[str] | None = None) -> None:
         args.dump.write_text(json.dumps(sc.dump(), indent=1) + "\n")
         return
     result = run(args.weeks, args.seed, args.variant, probe=not args.no_probe)
+    result["meta"]["label"] = args.label
     out = args.out or REPO_ROOT / "bench" / "results" / f"weeks-{datetime.now(UTC):%Y-%m-%d}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=str) + "\n")
