@@ -58,6 +58,14 @@ CHITCHAT = [
     "What a sunny day it is outside!",
     "So cold this morning.",
     "Freezing here again, ugh.",
+    # small talk about the day
+    "Morning! Traffic was terrible today.",
+    "Back from lunch, that pasta place was busy.",
+    "Sorry, I was stuck in a meeting for ages.",
+    "Oh no! Hope you dry off soon, grab a hot coffee.",
+    "How was your weekend? Mine was way too short.",
+    "Sounds lovely, enjoy the sunshine!",
+    "Happy Friday everyone!",
     # bare table rows
     "| search | 9200 | Ravi |",
     "| ingest | 9300 | Mei |\n| search | 9200 | Ravi |",
@@ -84,6 +92,7 @@ FACTS = [
     "Please always answer in English.",
     "Could you always reply in bullet points from now on?",
     "Remind me to rotate the AWS keys on Friday.",
+    "Please send me the data quality report as bullet lists.",
     "Don't use emojis in commit messages.",
     # facts with an acknowledgement in front keep their fact
     "Got it, I'll page Leo this week",
@@ -103,6 +112,12 @@ FACTS = [
     "Interesting: the p99 latency doubled after the upgrade.",
     "Great job on the migration to PostgreSQL 16.",
     "Deploy done.",
+    # small-talk words in facts
+    "I like my coffee black, no sugar.",
+    "The user is vegetarian and skips lunch meetings.",
+    "The coffee machine on floor 3 is broken.",
+    "Standup moved to after lunch for the release week.",
+    "I hope to finish the billing migration by Friday.",
     "We decided to use httpx instead of aiohttp.",
     # a table with its header is data, and a fact then a question keeps the fact
     "| service | port | owner |\n|---|---|---|\n| search | 9200 | Ravi |",

@@ -83,6 +83,10 @@ _GENERIC = (
     r"|no problem at all|yes please|sounds like a plan|(?:great|good|nice) (?:work|job|catch)"
     r"(?: everyone| team| all)?|(?:i )?appreciate (?:the|your) help|interesting|fair point"
     r"|enjoy|take care|mate|grabbing (?:lunch|coffee|a coffee|a bite)|lunch time|coffee time"
+    r"|sounds (?:lovely|nice|great|fun|awesome|like fun)|glad to hear(?: it| that)?"
+    r"|ready when you are|let me know what'?s next|what'?s next|oh no|brr+|yay|phew|ugh"
+    r"|glad you made it"
+    r"|(?:let'?s )?call it a (?:day|night)|happy \w+(?: \w+)?"
 )
 _PATTERNS = (_ACK, _THANKS, _GREETING, _SIGN_OFF, _GENERIC)
 _ANY = "|".join(_PATTERNS)
@@ -99,9 +103,26 @@ _SMALL_TALK_PLACE = re.compile(
     r"|all day|again|lately|it'?s|what a|so)\b"
 )
 #: Words that make a weather sentence a fact about someone (where they live, what they like).
+#: Small talk about the day: food, coffee, commute, weekends, being tired ("Traffic was
+#: terrible today.", "Back from lunch, that pasta place was busy."). A clause about one of
+#: these with no number and no word of work is chatter.
+_SMALL_TALK = re.compile(
+    r"\b(?:weekends?|lunch|coffee|breakfast|dinner|snack|pasta|pizza|sandwich|food|traffic"
+    r"|commute|sweater|umbrella|park|sleep|slept|tired|exhausted|sleepy|starving|hungry"
+    r"|brain is fried|vacation|holidays?|stuck in (?:traffic|a meeting)|made me laugh|funny"
+    r"|dry off|sunshine|sun)\b"
+)
+_WORK = re.compile(
+    r"\b(?:services?|servers?|deploy\w*|releases?|standup|sprint|pr|prs|tickets?|builds?"
+    r"|pipelines?|databases?|db|api|clusters?|prod\w*|staging|customers?|clients?|migrat\w*"
+    r"|backups?|cache|redis|postgres\w*|kubernetes|k8s|ci|repo\w*|branch\w*|bugs?|incidents?"
+    r"|outages?|alerts?|on-?call|dashboards?|config\w*|ports?|versions?|tests?|code|review)\b"
+)
+#: Wishes and remarks about someone's day ("hope you dry off soon", "mine was too short").
+_REMARK = re.compile(r"^(?:(?:i )?hope|hoping|mine|yours|ours)\b")
 _PERSONAL = re.compile(
     r"\b(?:prefer\w*|likes?|loves?|hates?|allergic|lives?|living|moved|moving|born|grew up"
-    r"|favou?rite|always|never|usually|enjoys?)\b"
+    r"|favou?rite|always|never|usually|enjoys|vegetarian|vegan|diet|drinks|eats|decaf)\b"
 )
 
 # -- requests and questions copied from the conversation ------------------------------------
@@ -114,7 +135,9 @@ _REQUEST = re.compile(
 #: What makes a request or question durable: it states a standing rule or a preference.
 _DURABLE = re.compile(
     r"\b(?:always|never|from now on|going forward|in (?:the )?future|every ?time|whenever"
-    r"|by default|prefer\w*|don'?t|do not|remind|remember|each time|instead of|rather than)\b"
+    r"|by default|prefer\w*|don'?t|do not|remind|remember|each time|instead of|rather than"
+    r"|as (?:bullet|a list|lists|a table|tables|prose|markdown|json|csv|a summary|pdf)"
+    r"|in (?:bullet|english|german|french|spanish|markdown|json|csv|prose|short))\b"
 )
 #: A question without its question mark ("what time is the standup", "where is the log"),
 #: not a statement that starts with a wh-word ("where the config lives is /etc/memoryd").
@@ -154,7 +177,7 @@ def is_chitchat(text: str) -> bool:
     clauses = [c for c in (_normal(c) for c in _CLAUSE_SPLIT.split(body)) if c]
     if not clauses:
         return True
-    if all(_EMPTY_CLAUSE.match(c) for c in clauses):
+    if all(_chatter(c) for c in clauses):
         return True
     if _is_weather(body):
         return True
@@ -193,17 +216,31 @@ def _is_request(body: str, clauses: list[str]) -> bool:
     normal = _normal(body)
     if _DURABLE.search(normal):
         return False
-    content = [c for c in clauses if not _EMPTY_CLAUSE.match(c)]
+    content = [c for c in clauses if not _chatter(c)]
     if not content:
         return False
     if body.rstrip().endswith(("?", "？")):
         # Every sentence a question (or chatter): "The port is 6432. Is that right?" keeps its fact.
         sentences = [s for s in re.split(r"(?<=[.!?？])\s+", body) if s.strip()]
         return all(
-            s.rstrip().endswith(("?", "？")) or all(_EMPTY_CLAUSE.match(c) for c in _clauses(s))
+            s.rstrip().endswith(("?", "？")) or all(_chatter(c) for c in _clauses(s))
             for s in sentences
         )
     return all(_REQUEST.match(c) or _QUESTION_START.match(c) for c in content)
+
+
+def _chatter(clause: str) -> bool:
+    """A clause that says nothing to remember: an acknowledgement, greeting, thanks or
+    sign-off, or small talk (the day, food, commute, a wish) with no number or work in it."""
+    if _EMPTY_CLAUSE.match(clause):
+        return True
+    clause = re.sub(r"^(?:but|and|so|also|anyway) ", "", clause)
+    words = clause.split()
+    if len(words) > 12 or any(ch.isdigit() for ch in clause) or _WORK.search(clause):
+        return False
+    if _PERSONAL.search(clause) or _DURABLE.search(clause):
+        return False
+    return bool(_SMALL_TALK.search(clause) or _WEATHER.search(clause) or _REMARK.match(clause))
 
 
 def _clauses(sentence: str) -> list[str]:
