@@ -65,6 +65,7 @@ async def get_page(
     """One page (by title, or by the id of one of its claims): its claims and its Markdown."""
 
     def run(files: AgentFiles) -> dict[str, Any]:
+        wiki.page_name(page)  # a path-like name is refused whether or not the vault exists
         if not files.wiki_compiled():
             raise NotFoundError(_UNCOMPILED.format(agent_id), _COMPILE_HINT)
         return {"result": files.wiki_get(page)}

@@ -14,7 +14,7 @@ structured edits (citations checked by :mod:`~memoryd.wiki.evidence`);
 from memoryd.wiki.compile import CompileReport, compile_wiki
 from memoryd.wiki.lint import lint
 from memoryd.wiki.model import Claim, Page
-from memoryd.wiki.ops import Edit, apply, get, search
+from memoryd.wiki.ops import Edit, apply, get, page_name, search
 
 __all__ = [
     "Claim",
@@ -25,5 +25,6 @@ __all__ = [
     "compile_wiki",
     "get",
     "lint",
+    "page_name",
     "search",
 ]

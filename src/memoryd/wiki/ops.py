@@ -84,19 +84,27 @@ def search(memory: Memory, ws: Workspace, query: str, limit: int = 10) -> list[d
     ]
 
 
+def page_name(name: object) -> str:
+    """The page title ``name`` asks for ("" for a claim id); a path-like name is a 422
+    before anything is read."""
+    if not isinstance(name, str):
+        raise InvalidInputError("a page name must be text", 'e.g. "Ana Ruiz"')
+    wanted = name.strip()
+    return "" if _CLAIM_ID.match(wanted) else page_title(wanted.removesuffix(".md"))
+
+
 def get(memory: Memory, ws: Workspace, name: str) -> dict[str, Any]:
     """A page by its title (any case), or the page holding a claim id (``c…``): its
     claims (structured) and its Markdown; ``claim`` is set when asked by claim id."""
-    if not isinstance(name, str):
-        raise InvalidInputError("a page name must be text", 'e.g. "Ana Ruiz"')
-    pages = state(memory, ws)
+    title = page_name(name)
     wanted = name.strip()
-    if _CLAIM_ID.match(wanted):
+    pages = state(memory, ws)
+    if not title:
         for p in pages:
             for c in p.get("claims") or []:
                 if c.get("id") == wanted:
                     return {**_page(ws, p), "claim": c}
-    title = page_title(wanted.removesuffix(".md"))
+        title = page_title(wanted)
     for p in pages:
         if str(p.get("title", "")).casefold() == title.casefold():
             return _page(ws, p)
