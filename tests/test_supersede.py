@@ -60,6 +60,13 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("Ravi owns the billing service.", "Ravi owns the search service.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("The user prefers bullet lists.", "The user prefers dark mode.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Staging DB runs on port 5433.", "The staging database runs on port 5433.")[0] == Verdict.SAME  # fmt: skip
+    # an acknowledgement in front is not part of the fact; a unit names the attribute
+    assert compare("Understood, the gateway timeout is 75 seconds now.", "We changed the API gateway timeout to 20 seconds.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Understood, cache Redis now has 24 GB of maxmemory.", "Cache Redis maxmemory is 12 GB now.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    # after a change verb the subject runs to "to": two changes of two subjects
+    assert compare("We bumped the CI runners to 7 parallel jobs.", "We upgraded the backend services to Python 3.10.")[0] == Verdict.DISTINCT  # fmt: skip
+    # days are values of a schedule
+    assert compare("Production deploys now happen on Tuesday afternoons.", "Production deploys happen on Wednesday afternoons only.")[0] == Verdict.SUPERSEDES  # fmt: skip
 
 
 SERVICES = ["search", "ingest", "billing", "auth", "gateway"]

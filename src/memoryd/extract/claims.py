@@ -45,7 +45,7 @@ _STOP = frozenset(
     she her they them their what which who whom when where why how all any both each few
     more most other some such no nor not only own same than too very can will just should
     also still again up down out off via per now today currently instead anymore longer
-    please do does did be been being am have having""".split()  # noqa: SIM905
+    please do does did be been being am have having current new latest active""".split()  # noqa: SIM905
 )
 #: Verbs that say a value changed; the new fact carrying one is a change, not an addition.
 _CHANGE = frozenset(
@@ -137,13 +137,21 @@ def _norm(token: str) -> str:
     return t
 
 
+#: (no "may": it is a verb far more often than a month)
+_DAYS = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march april
+    june july august september october november december""".split()  # noqa: SIM905
+)
+
+
 def _is_value(token: str) -> bool:
-    return any(ch.isdigit() for ch in token)
+    """Numbers, versions, ids, and the names of days and months (a schedule's value)."""
+    return any(ch.isdigit() for ch in token) or token in _DAYS
 
 
 def value_kind(token: str) -> str:
     """time, percent, version, number or id: two values are comparable when of one kind."""
-    if re.fullmatch(r"\d{1,2}:\d{2}(?::\d{2})?", token):
+    if re.fullmatch(r"\d{1,2}:\d{2}(?::\d{2})?", token) or token in _DAYS:
         return "time"
     if token.endswith("%"):
         return "percent"
@@ -154,9 +162,23 @@ def value_kind(token: str) -> str:
     return "id"
 
 
+#: An acknowledgement in front of a fact ("Noted, ...", "Got it: ..."): not part of it.
+_ACK_PREFIX = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|sure|noted|got it|understood|great|yes|yep|right|perfect|thanks"
+    r"|thank you|good|cool|will do|done|alright|all right)\b[\s,.:;!-]*)+",
+    re.IGNORECASE,
+)
+_UNIT_AFTER = re.compile(r"(\d[\w.:/%-]*)\s+([a-zA-Z]+)")
+
+
+def units(text: str) -> set[str]:
+    """The words right after a number ("40 seconds", "12 GB", "9 parallel jobs")."""
+    return {_norm(u) for _, u in _UNIT_AFTER.findall(_ACK_PREFIX.sub("", text))}
+
+
 def claim(text: str) -> Claim:
     """Sort the words of ``text``: qualifiers, attributes, values, other words, the value side."""
-    raw = _RAW.findall(text)
+    raw = _RAW.findall(_ACK_PREFIX.sub("", text))
     c = Claim()
     pivot: int | None = None
     inverse = False
@@ -170,6 +192,12 @@ def claim(text: str) -> Claim:
             c.changes = True
         if low in _VERB_ATTRIBUTE:
             c.attributes.add(_VERB_ATTRIBUTE[low])
+    # "We bumped the CI runners to 7 jobs": after a change verb the value starts at "to";
+    # what comes between is the subject
+    value_start = pivot + 1 if pivot is not None else len(raw)
+    if pivot is not None and not inverse and raw[pivot].casefold() in _CHANGE:
+        to = next((n for n in range(pivot + 1, len(raw)) if raw[n].casefold() == "to"), None)
+        value_start = to + 1 if to is not None else value_start
     # "from X to Y" / "instead of X": X is the value being replaced
     after_from = False
     purpose = False
@@ -201,7 +229,7 @@ def claim(text: str) -> Claim:
             continue
         else:
             c.words.add(t)
-            on_value_side = pivot is not None and (n < pivot if inverse else n > pivot)
+            on_value_side = pivot is not None and (n < pivot if inverse else n >= value_start)
             if on_value_side and not purpose:
                 c.slot.add(t)
             elif purpose:
@@ -249,6 +277,9 @@ def compare(
             return Verdict.SUPERSEDES, "same subject, the value it names replaced"
         if not (only_new <= n.slot and only_old <= o.slot):
             return Verdict.DISTINCT, "another subject"
+        anchors = (n.words & o.words) - n.slot - o.slot
+        if not (anchors or n.attributes & o.attributes or n.qualifiers & o.qualifiers):
+            return Verdict.DISTINCT, "nothing in common but the relation"
         if n.attributes != o.attributes and not n.attributes & o.attributes:
             return Verdict.DISTINCT, "a value of another attribute"
         if n.multi and o.multi and not (n.changes or replaced):
@@ -257,7 +288,8 @@ def compare(
             return Verdict.DISTINCT, "values of another kind"
         return Verdict.SUPERSEDES, "same subject, a new value"
     if new_values and old_values:
-        if only_new and not replaced:
+        shared_unit = units(new) & units(old)
+        if only_new and not replaced and not (n.attributes & o.attributes or shared_unit):
             return Verdict.DISTINCT, "a more specific subject"
         if n.attributes - o.attributes:  # the old fact may name it, the new one may not
             return Verdict.DISTINCT, "a value of another attribute"
