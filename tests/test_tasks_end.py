@@ -165,3 +165,38 @@ def test_chit_chat_is_not_consolidated(mem: Memory, settings: Settings, clock: F
     assert run.counts["short_term_left_out"] == 1 and run.counts["short_term_consolidated"] == 1
     long_term = [r.text for r in mem.store.iter_all(Filters(agent_id="alpha", long_term_only=True))]
     assert long_term == ["The billing service listens on port 8230"]
+
+
+def test_the_digests_short_term_copies_close_too_and_never_come_back(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """The digest stores a task as short-term memory (category short_term: the tier, not
+    the topic); closing missed those copies, and a week later the dream carried them to
+    long-term as fresh open tasks (bench/weeks: "Send Ravi the capacity plan by Tuesday"
+    back after "Sent Ravi the capacity plan")."""
+    from memoryd.pipelines import diary
+
+    workspace(settings, "ops")
+
+    def say(user: str, assistant: str) -> None:
+        turn = [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+        assert diary.capture(mem, agent_id="ops", messages=turn).written
+
+    clock.now = datetime.fromisoformat("2026-03-16T10:00:00+00:00")
+    say("Send Ravi the capacity plan by Tuesday.", "Noted, I'll send Ravi the plan by Tuesday.")
+    closed = 0
+    for day in range(9):
+        clock.now = datetime.fromisoformat("2026-03-16T19:00:00+00:00") + timedelta(days=day)
+        run_pipeline(mem, "digest")
+        clock.now += timedelta(hours=7)
+        closed += run_pipeline(mem, "dream").counts.get("tasks_closed", 0)
+        if day == 1:
+            clock.now = datetime.fromisoformat("2026-03-18T11:00:00+00:00")
+            say("Sent Ravi the capacity plan for the next quarter.", "Ravi has it now.")
+    open_tasks = [
+        r.text
+        for r in mem.store.iter_all(Filters(agent_id="ops"))
+        if "capacity plan by" in r.text or "I'll send" in r.text
+    ]
+    assert open_tasks == []
+    assert closed >= 3  # the long-term task and the digest's short-term copies

@@ -28,6 +28,8 @@ from typing import Any
 from memoryd.extract.classify import fact_class
 
 TASK_CATEGORY = "task"
+#: The digest's category for short-term memory: a tier, not a topic, so the text decides.
+SHORT_TERM = "short_term"
 
 _WORD = re.compile(r"#?[\w][\w.#/-]*", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -277,8 +279,11 @@ def match_tasks(text: str, tasks: list[tuple[str, str]]) -> list[Match]:
 
 
 def is_task(category: str | None, text: str) -> bool:
-    """A to-do rather than a fact: stored as a task, or worded as one."""
-    return category == TASK_CATEGORY or (category is None and fact_class(text) == "tasks")
+    """A to-do rather than a fact: stored as a task, or worded as one (uncategorised, or
+    short-term memory, whose category names its tier)."""
+    if category == TASK_CATEGORY:
+        return True
+    return category in (None, SHORT_TERM) and fact_class(text) == "tasks"
 
 
 def is_closed(metadata: dict[str, Any]) -> bool:

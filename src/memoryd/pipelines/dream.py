@@ -50,7 +50,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, NotFoundError
 from memoryd.extract.noise import is_chitchat
-from memoryd.extract.tasks import TASK_CATEGORY, is_closed, is_task, match_tasks
+from memoryd.extract.tasks import SHORT_TERM, TASK_CATEGORY, is_closed, is_task, match_tasks
 from memoryd.models import Filters, MemoryRecord, Origin, Source
 from memoryd.pipelines.decay import ttl_of
 from memoryd.pipelines.decay_summary import touched_at
@@ -326,11 +326,12 @@ def close_finished_tasks(
             Filters(
                 user_id=ctx.user_id,
                 agent_id=agent,
-                categories=[TASK_CATEGORY],
+                categories=[TASK_CATEGORY, SHORT_TERM],  # the digest's copies too
                 origins=[Origin.API, Origin.FACT],
             )
         )
         if r.id != skip
+        and is_task(r.category, r.text)
         and not is_closed(r.metadata)
         and (_said_at(r) <= said_before or (diary and r.metadata.get("diary") == diary))
     ]
