@@ -133,6 +133,9 @@ def stem(word: str) -> str:
     return w
 
 
+_NOT_OBJECT_STEMS = frozenset(stem(w) for w in _NOT_OBJECT)
+
+
 def _tokens(text: str) -> list[str]:
     return [t.strip(".,;:!?()[]{}\"'`") for t in _WORD.findall(text)]
 
@@ -159,7 +162,7 @@ def object_words(text: str) -> set[str]:
         if len(low) < 2 or low in _NOT_OBJECT or any(c.isdigit() for c in low):
             continue
         out.add(stem(low))
-    return out - {stem(w) for w in _NOT_OBJECT}
+    return out - _NOT_OBJECT_STEMS
 
 
 def _past_verbs(sentence: str) -> set[str]:

@@ -50,7 +50,14 @@ from datetime import UTC, date, datetime, time, timedelta
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, NotFoundError
 from memoryd.extract.noise import is_chitchat
-from memoryd.extract.tasks import SHORT_TERM, TASK_CATEGORY, is_closed, is_task, match_tasks
+from memoryd.extract.tasks import (
+    SHORT_TERM,
+    TASK_CATEGORY,
+    completions,
+    is_closed,
+    is_task,
+    match_tasks,
+)
 from memoryd.models import Filters, MemoryRecord, Origin, Source
 from memoryd.pipelines.decay import ttl_of
 from memoryd.pipelines.decay_summary import touched_at
@@ -320,6 +327,8 @@ def close_finished_tasks(
     ``diary`` day) can be closed by it. A closed task keeps its text and history:
     ``metadata.closed_at`` / ``closed_by``, then archived with the match as reason.
     """
+    if not completions(text):
+        return 0  # most text finishes nothing: no need to read the open tasks
     open_tasks = [
         r
         for r in ctx.memory.store.iter_all(
