@@ -1137,7 +1137,7 @@ REAL_FAILURES = [
         "managed (PEP 668), so I need a virtualenv.",
         "python3 -m venv .venv && .venv/bin/pip install requests",
         "Successfully installed requests-2.32.5",
-        r"externally.managed|virtualenv|venv",
+        r"externally.managed|PEP 668|python3 -m venv",
     ),
     (
         "sqlite_busy",

@@ -4,6 +4,7 @@ instrument, not that memoryd meets issue 31's targets."""
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -34,6 +35,14 @@ def test_a_seed_is_a_scenario() -> None:
         assert all(len(f.values) >= 2 for f in sc.facts)  # every fact changes
         assert any(t.done_at for t in sc.tasks) and any(not t.done_at for t in sc.tasks)
         assert {e.real for e in sc.episodes} == {True, False}
+
+
+def test_a_lesson_is_matched_to_its_own_failure_only() -> None:
+    failures = weeks_scenario.REAL_FAILURES + weeks_scenario.TRIVIAL_FAILURES
+    for f in failures:
+        told = " ".join(f[1:8])  # the ask, the call, the error, the explanation, the fix
+        real = [g[0] for g in weeks_scenario.REAL_FAILURES if re.search(g[8], told, re.I)]
+        assert real == ([f[0]] if f in weeks_scenario.REAL_FAILURES else []), f[0]
 
 
 def test_the_scorer_reads_values_tasks_and_chitchat() -> None:
