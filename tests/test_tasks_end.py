@@ -200,3 +200,35 @@ def test_the_digests_short_term_copies_close_too_and_never_come_back(
     ]
     assert open_tasks == []
     assert closed >= 3  # the long-term task and the digest's short-term copies
+
+
+def test_work_stored_under_its_topic_closes_too_and_facts_do_not(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """A task that names AWS is classed `system`, a promise or an imperative with a
+    deadline may have no to-do marker at all: they close all the same; a plain fact
+    and the agent's own MEMORY.md lines never do."""
+    from memoryd.extract.tasks import wants_doing
+
+    assert wants_doing("system", "Will do, I'll rotate the AWS access keys before Friday.")
+    assert wants_doing(None, "Renew the TLS certificate for api.orion.dev before the 20th.")
+    assert not wants_doing(None, "The staging cluster runs Kubernetes 1.31.")
+    root = workspace(settings, "ops")
+    ids = {
+        text: mem.add(text, user_id="default", agent_id="ops", category=cat, metadata=meta)[0].id
+        for text, cat, meta in [
+            ("Will do, I'll rotate the AWS access keys before Friday.", "system", None),
+            ("Upgrade the staging cluster to Kubernetes 1.31 this week.", None, None),
+            ("The AWS access keys are rotated every quarter.", "system", None),
+            ("Rotate the AWS access keys before every audit.", None, {"evergreen": True}),
+        ]
+    }
+    write_section(root, "2026-03-21", "16:00", [
+        "**user**: Rotated the AWS access keys; the old ones are revoked.",
+        "**user**: The staging cluster is upgraded to Kubernetes 1.31.",
+    ])  # fmt: skip
+    clock.now = datetime.fromisoformat("2026-03-22T02:00:00+00:00")
+    run = run_pipeline(mem, "dream")
+    assert run.counts["tasks_closed"] == 2
+    states = {text: mem.get(mid).state for text, mid in ids.items()}
+    assert list(states.values()) == [State.ARCHIVED, State.ARCHIVED, State.ACTIVE, State.ACTIVE]

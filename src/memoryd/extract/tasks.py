@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.extract.classify import fact_class
+from memoryd.extract.classify import fact_class, markers
 
 TASK_CATEGORY = "task"
 #: The digest's category for short-term memory: a tier, not a topic, so the text decides.
@@ -287,6 +287,32 @@ def is_task(category: str | None, text: str) -> bool:
     if category == TASK_CATEGORY:
         return True
     return category in (None, SHORT_TERM) and fact_class(text) == "tasks"
+
+
+#: "I'll renew the certificate", "Will do": a promise is work still to do.
+_PROMISE = re.compile(r"\b(?:I'll|I will|we'll|we will|will do|I'm going to|I am going to)\b", re.I)
+#: A deadline after an imperative ("Renew the TLS certificate before the 20th").
+_DEADLINE = re.compile(
+    r"\b(?:before (?:the|my|our|friday|monday|tuesday|wednesday|thursday|\w+day)|by (?:the |next )?"
+    r"\w+|until|this week|next week|tomorrow|tonight|today|eod|end of)\b",
+    re.I,
+)
+_NOT_IMPERATIVE = frozenset(
+    """the a an this that these those it its we i you they he she our my your their there
+    here all every each some no on in at for from after before when if ok okay noted sure
+    yes great thanks got""".split()  # noqa: SIM905
+)
+
+
+def wants_doing(category: str | None, text: str) -> bool:
+    """Work still to do, however it was stored: a task (:func:`is_task`), any text with a
+    to-do marker, a promise ("I'll renew the certificate"), or an imperative with a
+    deadline ("Upgrade the staging cluster to 1.31 this week"). Facts classed by their
+    topic (a task that names AWS is stored as ``system``) are found this way too."""
+    if is_task(category, text) or markers(text)["tasks"] or _PROMISE.search(text):
+        return True
+    first = _tokens(text)[:1]
+    return bool(first) and first[0].lower() not in _NOT_IMPERATIVE and bool(_DEADLINE.search(text))
 
 
 def is_closed(metadata: dict[str, Any]) -> bool:

@@ -51,12 +51,12 @@ from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, NotFoundError
 from memoryd.extract.noise import is_chitchat
 from memoryd.extract.tasks import (
-    SHORT_TERM,
     TASK_CATEGORY,
     completions,
     is_closed,
     is_task,
     match_tasks,
+    wants_doing,
 )
 from memoryd.models import Filters, MemoryRecord, Origin, Source
 from memoryd.pipelines.decay import ttl_of
@@ -312,6 +312,10 @@ def _said_at(record: MemoryRecord) -> datetime:
     return record.created_at
 
 
+#: Lessons (the shared pool) say what was done and learned: never open work.
+LESSON_CATEGORIES = ("experience", "procedural")
+
+
 def close_finished_tasks(
     ctx: PipelineContext,
     agent: str,
@@ -335,12 +339,13 @@ def close_finished_tasks(
             Filters(
                 user_id=ctx.user_id,
                 agent_id=agent,
-                categories=[TASK_CATEGORY, SHORT_TERM],  # the digest's copies too
                 origins=[Origin.API, Origin.FACT],
             )
         )
         if r.id != skip
-        and is_task(r.category, r.text)
+        and r.metadata.get("evergreen") is not True  # the agent's MEMORY.md lines are its own
+        and r.category not in LESSON_CATEGORIES
+        and wants_doing(r.category, r.text)
         and not is_closed(r.metadata)
         and (_said_at(r) <= said_before or (diary and r.metadata.get("diary") == diary))
     ]
