@@ -414,3 +414,20 @@ def test_a_line_from_an_old_diary_excerpt_leaves_once_a_newer_fact_says_otherwis
     run = run_pipeline(mem, "promote")
     assert any("a newer fact says 'The CI runners execute 16" in n for n in run.notes), run.notes
     assert f"- {old}" not in block_of((root / "MEMORY.md").read_text())
+
+
+def test_what_cannot_stand_as_a_fact() -> None:
+    """Also for lines distilled from diary excerpts, which have no category to go by
+    (bench/weeks promoted both of these from the diary)."""
+    from memoryd.pipelines.promote import not_promotable
+
+    assert not_promotable("Send me today's data quality report.") == (
+        "a copied request or question"
+    )
+    assert not_promotable("Onboard Nadia to the dbt project by Tuesday.") == (
+        "a task, not a lasting fact"
+    )
+    assert not_promotable("| search | 9200 | Ravi |") == "a table row without its header"
+    assert not_promotable("Got it, I'll page Leo this week") is not None
+    assert not_promotable("Ana owns the Grafana SLO dashboards.") is None
+    assert not_promotable("Deploys happen on Thursday afternoons") is None

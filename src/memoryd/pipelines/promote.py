@@ -57,7 +57,7 @@ from pathlib import Path
 
 from memoryd.extract.claims import Verdict, compare
 from memoryd.extract.noise import is_bare_table, is_chitchat
-from memoryd.extract.tasks import is_closed, is_task
+from memoryd.extract.tasks import is_closed, is_task, wants_doing
 from memoryd.models import Filters, MemoryRecord, Origin, State
 from memoryd.pipelines.dreams_md import HEADER
 from memoryd.pipelines.promoted_block import (  # the markers, re-exported for callers
@@ -288,7 +288,7 @@ def _distil(ctx: PipelineContext, excerpt: str, now: datetime) -> str:
 
 
 _REQUEST = re.compile(
-    r"^(?:please|pls|can you|could you|would you|will you|remind me|help me|let'?s|"
+    r"^(?:please|pls|can you|could you|would you|will you|let'?s|\w+ me\b|"
     r"(?:user|assistant|human|ai)\s*:)",
     re.IGNORECASE,
 )
@@ -305,6 +305,8 @@ def not_promotable(text: str) -> str | None:
         return "a copied request or question"
     if _PROMISE.search(text):
         return "a promise, not a fact"
+    if wants_doing(None, text):
+        return "a task, not a lasting fact"
     return None
 
 
