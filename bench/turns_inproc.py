@@ -78,15 +78,26 @@ def recall(wanted: list[str], ranked: list[str], k: int = 10) -> float:
 
 
 def run_dataset(
-    name: str, convs: list[Conversation], variants: list[tuple[str, dict[str, Any]]]
+    name: str,
+    convs: list[Conversation],
+    variants: list[tuple[str, dict[str, Any]]],
+    keep: Path | None = None,
+    plain_modes: tuple[str, ...] = PLAIN_MODES,
 ) -> dict[str, Any]:
     half = (len(convs) + 1) // 2
     split_of = {c.id: ("tune" if n < half else "heldout") for n, c in enumerate(convs)}
     rows: dict[str, list[tuple[str, str, float]]] = defaultdict(list)  # mode -> (split, cat, r)
     with tempfile.TemporaryDirectory(prefix="memoryd-turns-") as tmp:
-        mem = Memory(Settings(home=Path(tmp)))
+        home = keep / name if keep else Path(tmp)
+        stored = home / "bench-turns.json"  # a kept store: ranking changes need no ingest
+        mem = Memory(Settings(home=home))
         try:
-            turn_of, seconds = ingest(mem, convs)
+            if stored.is_file():
+                turn_of, seconds = json.loads(stored.read_text()), 0.0
+            else:
+                turn_of, seconds = ingest(mem, convs)
+                if keep:
+                    stored.write_text(json.dumps(turn_of))
             n_turns = sum(len(c.turns()) for c in convs)
             print(f"{name}: {n_turns} messages in {seconds:.0f} s", file=sys.stderr)
             defaults = mem.settings.search.model_copy()
@@ -106,8 +117,8 @@ def run_dataset(
                             (split_of[conv.id], q.category, recall(q.evidence, ranked))
                         )
             mem.settings.search = defaults
-            plain = PlainIndex(mem.embedder, convs)
-            for mode in PLAIN_MODES:
+            plain = PlainIndex(mem.embedder, convs) if plain_modes else None
+            for mode in plain_modes if plain else ():
                 for conv in convs:
                     for q in conv.questions:
                         ranked = plain.search(conv.id, q.text, mode)
@@ -163,18 +174,34 @@ def main(argv: list[str] | None = None) -> None:
         help="name=setting:value,... over the defaults (repeatable); "
         "default, vector and keyword are always measured",
     )
+    ap.add_argument(
+        "--built-in",
+        default="default,vector,keyword",
+        help="which of default, vector, keyword to measure (vector and keyword skip the "
+        "turn re-ranking, so a change to it moves only default)",
+    )
+    ap.add_argument("--no-plain", action="store_true", help="skip the plain baselines")
+    ap.add_argument(
+        "--keep",
+        default=None,
+        help="keep each dataset's store under KEEP/NAME and reuse it on the next run "
+        "(for ranking changes: a change to ingest needs a fresh KEEP)",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     for module in sorted(Path(__file__).parent.glob("dataset_*.py")):
         importlib.import_module(module.stem)
-    variants = [parse_variant(v) for v in ("default", "vector", "keyword", *args.variant)]
+    built_in = [b for b in args.built_in.split(",") if b]
+    variants = [parse_variant(v) for v in (*built_in, *args.variant)]
     results: dict[str, Any] = {
         "meta": {"machine": machine_info(), "repo": str(REPO_ROOT), "variants": dict(variants)},
         "datasets": {},
     }
     for name in args.datasets.split(","):
         convs = load(name, path=args.realtalk if name == "realtalk" else None)
-        results["datasets"][name] = run_dataset(name, convs, variants)
+        keep = Path(args.keep) if args.keep else None
+        plain_modes = () if args.no_plain else PLAIN_MODES
+        results["datasets"][name] = run_dataset(name, convs, variants, keep, plain_modes)
     table = markdown(results)
     print(table)
     if args.out:

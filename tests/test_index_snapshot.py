@@ -79,7 +79,7 @@ def test_index_state_round_trip_searches_and_grows_the_same() -> None:
         attrs: dict[str, object] = {"user_id": f"u{i % 4}", "speaker": "Ann" if i % 2 else None}
         if i % 3 == 0:  # a conversation turn (search.turns.facts)
             attrs |= {"turn": (f"thread {i % 5}", i), "words": i, "asks": i % 2 == 0}
-            attrs |= {"dated": i % 2 == 1}
+            attrs |= {"dated": i % 2 == 1, "directs": i % 4 == 0}
         index.upsert(f"m{i}", vec(i) if i % 7 else None, attrs, text(i))
     for i in range(0, 300, 10):
         index.remove(f"m{i}")  # dead rows: compacted away by state()
@@ -93,6 +93,10 @@ def test_index_state_round_trip_searches_and_grows_the_same() -> None:
     assert (copy.rank_facts(["m33"])["m33"].dated, copy.rank_facts(["m36"])["m36"].dated) == (
         True,
         False,
+    )
+    assert (copy.rank_facts(["m33"])["m33"].directs, copy.rank_facts(["m36"])["m36"].directs) == (
+        False,
+        True,
     )
     for q in QUERIES:
         for user in (None, "u1"):

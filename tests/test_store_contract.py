@@ -530,14 +530,16 @@ def test_rank_facts_place_a_turn_in_its_conversation(store: Store) -> None:
             rec(9, "a float is no turn", metadata={"turn": 2.0}),
             rec(10, "我们明天去北京吗？", metadata={"turn": 0, "session": "s"}),
             rec(11, "We moved here last May.", metadata={"turn": 8, "session": "s"}),
+            rec(12, "Never push to main directly.", metadata={"turn": 9, "session": "s"}),
         ]
     )  # fmt: skip
-    ids = [f"m{i}" for i in range(1, 12)]
+    ids = [f"m{i}" for i in range(1, 13)]
     expected = {r.id: facts_of(r) for r in store.get_many(ids)}
     assert store.rank_facts([*ids, "missing"]) == expected
     m1 = expected["m1"]
     assert m1.turn is not None and m1.turn[1] == 3 and (m1.words, m1.asks) == (4, True)
     assert (m1.dated, expected["m11"].dated) == (False, True)
+    assert (m1.directs, expected["m12"].directs) == (False, True)  # an instruction
     assert expected["m2"].turn is not None and "memory/d.md" in expected["m2"].turn[0]
     assert expected["m2"].turn[0] != expected["m7"].turn[0]  # type: ignore[union-attr]
     for no_turn in ("m3", "m8", "m9"):

@@ -53,7 +53,7 @@ from memoryd.search.decay import blend, facts_weight
 from memoryd.search.entities import entity_boost
 from memoryd.search.hybrid import Candidate
 from memoryd.search.pool import merge, pool_filters
-from memoryd.search.text import asks_when, names_in
+from memoryd.search.text import asks_how_wanted, asks_when, names_in
 from memoryd.search.tiers import memory_type, run_date
 from memoryd.settings import Settings
 from memoryd.store import Store, ann, open_store
@@ -980,6 +980,7 @@ class Memory:
             decay,
             turns_first=mode == "hybrid" and turn_rank.active(s),
             when_question=asks_when(query),
+            how_wanted=asks_how_wanted(query),
             as_of=as_of,
         )
         if record_recall:
@@ -995,6 +996,7 @@ class Memory:
         decay: bool,
         turns_first: bool = False,
         when_question: bool = False,
+        how_wanted: bool = False,
         as_of: datetime | None = None,
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
@@ -1021,7 +1023,8 @@ class Memory:
         ranked.sort(key=lambda t: (-t[0], t[1]))
         if turns_first and ranked:
             pool = ranked[: turn_rank.pool_size(top_k, s)]
-            ranked = turn_rank.rerank(pool, facts, s, when_question) + ranked[len(pool) :]
+            reranked = turn_rank.rerank(pool, facts, s, when_question, how_wanted)
+            ranked = reranked + ranked[len(pool) :]
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
         done = 0

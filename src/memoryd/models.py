@@ -141,8 +141,10 @@ class RankFacts:
     decays), who it is about (``search.entities``) and, for a conversation turn,
     its place and what it says (``search.turns``): ``turn`` is (its conversation,
     its position there), ``words`` its length in words, ``asks`` whether it ends
-    in a question mark and ``dated`` whether it states a time ("last week", "in May";
-    0 and False for a memory that is not a turn)."""
+    in a question mark, ``dated`` whether it states a time ("last week", "in May")
+    and ``directs`` whether it tells how to work or what the speaker prefers
+    ("always use type hints", "I prefer polars"); 0 and False for a memory that is
+    not a turn)."""
 
     when: float
     evergreen: bool = False
@@ -151,6 +153,7 @@ class RankFacts:
     words: int = 0
     asks: bool = False
     dated: bool = False
+    directs: bool = False
 
 
 class Filters(BaseModel):
@@ -181,6 +184,8 @@ class ScoreParts(BaseModel):
     neighbours: float | None = None  # boost for adjacent turns of the conversation matching too
     turn: float | None = None  # a conversation turn's prior (<= 0): short, or a question
     when: float | None = None  # boost for a turn stating a time, when the query asks when
+    # boost for an instruction or preference, when the query asks how the user wants things
+    directs: float | None = None
     rerank: float | None = None
 
 

@@ -195,6 +195,46 @@ _ASKS_WHEN = re.compile(
 )
 
 
+#: an instruction or a preference: how the speaker wants things done, said once and meant
+#: for good ("From now on, always use type hints", "Never push to main directly", "Answer
+#: in bullet points please", "I prefer polars over pandas", "I'd rather have dataclasses").
+#: An imperative counts at the start of a sentence (or after a colon), a preference when
+#: "I prefer / like / want ..." names something ("I love that!" is not a preference).
+_DIRECTS = re.compile(
+    r"(?i:\b(?:from now on|going forward|no exceptions|ask me(?: first)?)\b|,\s*please\b"
+    r"|(?:^|[.!?:;]\s+|\n)\W*(?:please\s+)?(?:always|never|don't|do not|avoid|make sure"
+    r"|stick (?:to|with)|use|answer|reply|respond|keep(?! (?:it|going|up|in touch|me)\b))\b"
+    r"|\bplease (?:always|never|don't|do not|stick|use|keep|format|answer|reply|write|show"
+    r"|make sure)\b"
+    r"|\b(?:don't|do not|never) \w+(?: \w+){0,6} (?:without|unless)\b"
+    r"|\b(?:answer|reply|respond) (?:me )?in\b"
+    r"|\bI(?:'d| would)? (?:really |much |also |always |strongly )?"
+    r"(?:prefer|like|love|want|hate|rather|go with)\b"
+    r"(?! (?:it|that|this|them|you|those|these|him|her"
+    r"|to (?:hear|see|check|know|meet|read|try|catch|visit|join|go))\b))"
+)
+#: a question about how the user wants something done or what they would choose
+#: ("How should I format my answers?", "Can I push straight to main?", "Which database
+#: would the user pick?", "What does the user prefer?")
+_ASKS_HOW_WANTED = re.compile(
+    r"(?i:(?:^|[.!?]\s+)\W*(?:how (?:should|must|would)|should|can (?:i|we)|may (?:i|we)"
+    r"|what (?:must|should)|is [\w.]+(?: \w+){0,3} (?:fine|ok|okay|allowed))\b"
+    r"|\b(?:which|what) [\w-]+(?: [\w-]+){0,3} should\b"
+    r"|\b(?:the user|they) (?:wants?|prefers?|likes?|favou?rs?|expects?|pick|choose|think)\b"
+    r"|\b(?:does|would|should) the user\b|\bfor (?:this|the) user\b)"
+)
+
+
+def directs(text: str) -> bool:
+    """Whether ``text`` says how the speaker wants things done or what they prefer."""
+    return _DIRECTS.search(text) is not None
+
+
+def asks_how_wanted(query: str) -> bool:
+    """Whether ``query`` asks how the user wants something done or what they would pick."""
+    return _ASKS_HOW_WANTED.search(query) is not None
+
+
 def states_time(text: str) -> bool:
     """Whether ``text`` says when something happened (a day, a date, "last week")."""
     return _TIME.search(text) is not None

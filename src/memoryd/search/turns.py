@@ -20,7 +20,13 @@ record is read):
   20-word turn ~23%, a full turn nothing); a turn that ends in a question mark
   loses the question penalty. Length is a document prior in the IR sense
   (longer documents are likelier to be relevant); here it only ever lowers a
-  turn, so facts, notes and API texts, which have no turn place, rank as before;
+  turn, so facts, notes and API texts, which have no turn place, rank as before.
+  An instruction or a preference ("Never push to main directly", "I prefer polars";
+  :func:`memoryd.search.text.directs`) loses neither: on agent conversations those
+  short turns are what the agent must remember (bench/dataset_agentchat.py);
+* **how the user wants it** (``search.directive_turn_boost``): a query asking how the
+  user wants something done or what they would pick ("Should I use pandas here?") lifts
+  the turns that are instructions or preferences;
 * **a time for a when-question** (``search.when_turn_boost``): a query that asks
   when something happened ("When did Caroline go to the support group?") lifts the
   turns that state a time ("I went yesterday", "last May", "in 2022"): the answer
@@ -36,7 +42,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from memoryd.models import RankFacts
-from memoryd.search.text import states_time, word_count
+from memoryd.search.text import directs, states_time, word_count
 from memoryd.settings import SearchSettings
 
 if TYPE_CHECKING:
@@ -78,6 +84,7 @@ def facts(
         "words": word_count(text),
         "asks": text.rstrip().endswith(("?", "？")),
         "dated": states_time(text),
+        "directs": directs(text),
     }
 
 
@@ -88,6 +95,7 @@ def active(settings: SearchSettings) -> bool:
         or settings.short_turn_penalty > 0
         or settings.question_turn_penalty > 0
         or settings.when_turn_boost > 0
+        or settings.directive_turn_boost > 0
     )
 
 
@@ -97,9 +105,12 @@ def pool_size(top_k: int, settings: SearchSettings) -> int:
     return max(top_k * POOL_PER_HIT, settings.min_candidates)
 
 
-def prior(words: int, asks: bool, settings: SearchSettings) -> float:
+def prior(words: int, asks: bool, settings: SearchSettings, directs: bool = False) -> float:
     """What a turn of ``words`` words loses for saying little (<= 0): short, or a
-    question (``asks``)."""
+    question (``asks``). An instruction or a preference (``directs``) loses nothing:
+    "Never push to main directly." is short and says what matters most."""
+    if directs:
+        return 0.0
     full = max(2, settings.full_turn_words)
     short = 0.0
     if settings.short_turn_penalty:
@@ -112,9 +123,11 @@ def rerank(
     known: dict[str, RankFacts],
     settings: SearchSettings,
     when_question: bool = False,
+    how_wanted: bool = False,
 ) -> list[Ranked]:
     """``pool`` (best first) with its turns lifted by their neighbours and lowered by
-    their prior (and, for a ``when_question``, lifted when they state a time),
+    their prior (and, for a ``when_question``, lifted when they state a time; for a
+    question asking ``how_wanted``, lifted when they are an instruction or preference),
     best first again (ties keep the candidates' order)."""
     best: dict[tuple[str, int], float] = {}
     for final, _, _, c in pool:
@@ -133,11 +146,13 @@ def rerank(
             near = max(best.get((thread, turn + d), 0.0) for d in span)
             if near > 0 and settings.neighbour_boost > 0:
                 update["neighbours"] = round(settings.neighbour_boost * near, 6)
-            said = prior(f.words, f.asks, settings)
+            said = prior(f.words, f.asks, settings, f.directs)
             if said < 0:
                 update["turn"] = round(said, 6)
             if when_question and f.dated and settings.when_turn_boost > 0:
                 update["when"] = settings.when_turn_boost
+            if how_wanted and f.directs and settings.directive_turn_boost > 0:
+                update["directs"] = settings.directive_turn_boost
             if update:
                 c = c.adjusted(c.fused, **update)
                 final = min(1.0, max(0.0, final + sum(update.values())))

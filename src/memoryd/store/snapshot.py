@@ -29,7 +29,9 @@ import numpy as np
 from memoryd.atomic import replacing
 from memoryd.store.vectors import VectorIndex
 
-FORMAT = 3  # 2: the conversation columns of turns (search.turns); 3: whether a turn is dated
+#: 2: the conversation columns of turns (search.turns); 3: whether a turn is dated;
+#: 4: whether a turn is an instruction or a preference
+FORMAT = 4
 log = logging.getLogger(__name__)
 
 

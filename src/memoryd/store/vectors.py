@@ -94,6 +94,7 @@ class VectorIndex:
         self._words = np.zeros(capacity, dtype=np.uint16)  # a turn's length in words
         self._asks = np.zeros(capacity, dtype=bool)  # a turn ending in a question mark
         self._dated = np.zeros(capacity, dtype=bool)  # a turn stating a time
+        self._directs = np.zeros(capacity, dtype=bool)  # an instruction or preference
         self._alive = np.zeros(capacity, dtype=bool)
         self._has_vec = np.zeros(capacity, dtype=bool)
         self._codes: dict[str, dict[str, int]] = {c: {} for c in _CODED}
@@ -144,6 +145,7 @@ class VectorIndex:
         self._words = np.resize(self._words, cap)
         self._asks = np.resize(self._asks, cap)
         self._dated = np.resize(self._dated, cap)
+        self._directs = np.resize(self._directs, cap)
         self._alive = np.resize(self._alive, cap)
         self._has_vec = np.resize(self._has_vec, cap)
         self._alive[len(self.ids) :] = False
@@ -172,6 +174,7 @@ class VectorIndex:
         self._words[row] = min(int(attrs.get("words", 0)), _MAX_WORDS)
         self._asks[row] = bool(attrs.get("asks"))
         self._dated[row] = bool(attrs.get("dated"))
+        self._directs[row] = bool(attrs.get("directs"))
         self._graph_note(row, vector)
 
     def _graph_note(self, row: int, vector: np.ndarray | None) -> None:
@@ -240,7 +243,7 @@ class VectorIndex:
         self._when[block] = created if when is None else when
         self._evergreen[block] = False if evergreen is None else evergreen
         self._turn[block], self._words[block] = -1, 0
-        self._asks[block], self._dated[block] = False, False
+        self._asks[block], self._dated[block], self._directs[block] = False, False, False
         for offset, t in enumerate(turns or ()):
             if t:
                 row = start + offset
@@ -249,6 +252,7 @@ class VectorIndex:
                 self._words[row] = min(t["words"], _MAX_WORDS)
                 self._asks[row] = t["asks"]
                 self._dated[row] = t["dated"]
+                self._directs[row] = t["directs"]
         if self._coarse is not None and self._proj is not None:
             self._coarse[block] = vectors.astype(np.float32) @ self._proj
         if self._ann is not None or self._ann_build is not None:
@@ -294,6 +298,7 @@ class VectorIndex:
         self._words = _take(self._words, keep, cap)
         self._asks = _take(self._asks, keep, cap)
         self._dated = _take(self._dated, keep, cap)
+        self._directs = _take(self._directs, keep, cap)
         self._alive = _take(self._alive, keep, cap)
         self._has_vec = _take(self._has_vec, keep, cap)
         if self._coarse is not None:
@@ -314,6 +319,7 @@ class VectorIndex:
         arrays: list[np.ndarray] = [self._vecs, self._created, self._when]
         arrays += [] if self._coarse is None else [self._coarse]
         arrays += [self._evergreen, self._turn, self._words, self._asks, self._dated]
+        arrays += [self._directs]
         arrays += [self._alive, self._has_vec, self._digest, *self._cols.values()]
         total = sum(a.nbytes for a in arrays)
         total += sys.getsizeof(self.ids) + sum(sys.getsizeof(i) for i in self.ids)
@@ -340,6 +346,7 @@ class VectorIndex:
             "words": self._words[:n],
             "asks": self._asks[:n],
             "dated": self._dated[:n],
+            "directs": self._directs[:n],
             "has_vec": self._has_vec[:n],
             "text": self._digest[:n],
             **{f"col_{c}": self._cols[c][:n] for c in _CODED},
@@ -375,6 +382,7 @@ class VectorIndex:
         index._words = np.asarray(arrays["words"], dtype=np.uint16)
         index._asks = np.asarray(arrays["asks"], dtype=bool)
         index._dated = np.asarray(arrays["dated"], dtype=bool)
+        index._directs = np.asarray(arrays["directs"], dtype=bool)
         ranking = (
             index._when,
             index._evergreen,
@@ -382,6 +390,7 @@ class VectorIndex:
             index._words,
             index._asks,
             index._dated,
+            index._directs,
         )
         if any(a.shape != (n,) for a in ranking):
             raise ValueError("index snapshot: ranking columns do not match the rows")
@@ -713,9 +722,10 @@ class VectorIndex:
             self._words[rows].tolist(),
             self._asks[rows].tolist(),
             self._dated[rows].tolist(),
+            self._directs[rows].tolist(),
         )
         out: dict[str, RankFacts] = {}
-        for (mid, _), when, ever, pair, turn, thread, words, asks, dated in zip(
+        for (mid, _), when, ever, pair, turn, thread, words, asks, dated, directs in zip(
             found, *columns, strict=True
         ):
             names = self._names(pair)
@@ -723,7 +733,7 @@ class VectorIndex:
                 out[mid] = RankFacts(when=when, evergreen=ever, names=names)
             else:
                 place = (self._thread(thread), turn)
-                out[mid] = RankFacts(when, ever, names, place, words, asks, dated)
+                out[mid] = RankFacts(when, ever, names, place, words, asks, dated, directs)
         return out
 
     def _thread(self, code: int) -> str:
