@@ -24,12 +24,14 @@ from tests.pipelines_kit import FixedClock, pipeline_settings, workspace
 OWNER = "default"
 BOSS = {  # text -> category: another user's memories of the same agent
     "Boss keeps the acquisition codename Bluefin under wraps.": "project",
-    "Boss must renegotiate the Hartwell lease before May.": "task",
+    "The Hartwell lease upload failed because the PDF was too large; fixed it by "
+    "compressing the scans first.": "task",
     "Boss learned that the Zephyr vendor always ships late.": "experience",
 }
 MINE = {
     "The owner's CI runs on the Kestrel build farm.": "project",
-    "Rotate the Kestrel deploy keys this week.": "task",
+    "The Kestrel deploy failed because the old key was cached; fixed it by restarting "
+    "the agent after the rotation.": "task",
 }
 
 
@@ -90,7 +92,7 @@ def test_lessons_md_gets_only_the_owners_lessons(
 ) -> None:
     workspace(settings, "dev")
     seed(mem)
-    clock.now += timedelta(days=8)  # the tasks of both users expire
+    clock.now += timedelta(days=8)  # the tasks of both users expire: each is a lesson too
     record = run_pipeline(mem, "decay")
     assert record.status == "ok" and record.counts["lessons"] == 2
     lessons = {
