@@ -16,12 +16,14 @@ cover. Writes carry a marker naming the key; at the end no memory and no file ho
 marker of a key that does not cover its owner. REST and MCP answer the same question
 the same way (both refuse, or both return the same file text).
 
-``MEMORYD_FULL=1`` runs 10,000 generated cases; the default run is short.
+``MEMORYD_FULL=1`` runs 10,000 generated cases (``MEMORYD_TENANCY_EXAMPLES=N``: N); the
+default run is 120.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,7 +50,7 @@ from tests.mcp_client import McpSession, text_of
 OWNER = "alice"  # workspace.user_id: every agent's files are alice's
 USERS = ["alice", "bob"]
 AGENTS = ["a1", "a2"]
-EXAMPLES = 10_000 if FULL else 120
+EXAMPLES = int(os.environ.get("MEMORYD_TENANCY_EXAMPLES", 10_000 if FULL else 120))
 CANARY = re.compile(r"zq(mem|pool)(alice|bob)(a1|a2|none)|zqfile(a1|a2)")
 MARKER = re.compile(r"zqw(\w+?)x(\d+)")
 
