@@ -341,7 +341,7 @@ def test_a_run_that_failed_half_way_is_rolled_back_from_its_journal(
     (root / "DREAMS.md").unlink()
     (root / "DREAMS.md").mkdir()
     before_files, before_store = files(root), dump(mem)
-    with pytest.raises(InvalidInputError, match="DREAMS.md is a folder"):
+    with pytest.raises(InvalidInputError, match=r"DREAMS\.md is a folder"):
         backfill.backfill(mem, ws, stage_short_term=True)
     again = backfill.backfill(mem, ws, dry_run=True)
     assert again.days == {}  # the failed run's days count as replayed until rolled back
