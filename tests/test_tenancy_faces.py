@@ -53,6 +53,12 @@ AGENTS = ["a1", "a2"]
 EXAMPLES = int(os.environ.get("MEMORYD_TENANCY_EXAMPLES", 10_000 if FULL else 120))
 CANARY = re.compile(r"zq(mem|pool)(alice|bob)(a1|a2|none)|zqfile(a1|a2)")
 MARKER = re.compile(r"zqw(\w+?)x(\d+)")
+SEEDED = [
+    f"zq{kind}{user}{agent}"
+    for user in USERS
+    for kind, agents in (("mem", ["none", "a1", "a2"]), ("pool", ["a1", "a2"]))
+    for agent in agents
+]
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,7 @@ class World:
     ids: dict[str, str]  # canary -> memory id
     sessions: dict[tuple[str, str | None, str | None], McpSession] = field(default_factory=dict)
     counter: Iterator[int] = field(default_factory=itertools.count)
+    target: str | None = None  # the canary of the memory a by-id operation names (drawn)
 
     def mcp(self, key: Key, user: str | None, agent: str | None) -> McpSession:
         at = (key.name, user, agent)
@@ -179,13 +186,14 @@ def _http(method: str, path: str, *, body: bool = False, cookie: bool = False) -
     def call(w: World, key: Key, user: str | None, agent: str | None) -> Answer:
         fields = {"user_id": user, "agent_id": agent}
         text = f"the deploy notes {w.marker(key)}"
-        url = path.format(id=w.ids[f"zqmem{user or 'bob'}{agent or 'none'}"], marker=text)
+        own = f"zqmem{user or 'bob'}{agent or 'none'}"
+        url = path.format(id=w.ids[w.target or own], marker=text)
         payload: dict[str, Any] = {
             **{k: v for k, v in fields.items() if v is not None},
             "query": "deploy notes",
             "q": "deploy notes",
             "text": text,
-            "memory_id": w.ids[f"zqmem{user or 'alice'}{agent or 'none'}"],
+            "memory_id": w.ids[w.target or own],
             "messages": [
                 {"role": "user", "content": f"{text}; remind me tomorrow at 9"},
                 {"role": "assistant", "content": "noted"},
@@ -310,10 +318,12 @@ def _check_writes(w: World) -> list[str]:
     user=st.sampled_from([None, *USERS]),
     agent=st.sampled_from([None, *AGENTS]),
     op=st.sampled_from(sorted(OPERATIONS)),
+    target=st.none() | st.sampled_from(SEEDED),
 )
 def test_no_face_answers_or_writes_outside_the_key(
-    world: World, key: Key, user: str | None, agent: str | None, op: str
+    world: World, key: Key, user: str | None, agent: str | None, op: str, target: str | None
 ) -> None:
+    world.target = target  # a by-id operation names any seeded memory, or the scope's own
     status, text = OPERATIONS[op](world, key, user, agent)
     assert status < 500, f"{op} as {key.name} ({user}, {agent}) -> {status}: {text[:300]}"
     leaked = _leaks(key, text)
@@ -323,6 +333,7 @@ def test_no_face_answers_or_writes_outside_the_key(
 def test_no_write_landed_outside_its_key(world: World) -> None:
     """After every face wrote as every key (the property test above, and a sweep here of
     every writing operation in every scope), no marker sits in data its key does not cover."""
+    world.target = None
     writes = [op for op in OPERATIONS if op.split()[0] in ("POST", "PUT", "mcp")]
     for key, user, agent, op in itertools.product(KEYS, [None, *USERS], [None, *AGENTS], writes):
         OPERATIONS[op](world, key, user, agent)
