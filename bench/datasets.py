@@ -28,6 +28,14 @@ class Session:
     at: datetime | None  # when the session happened (UTC), if the dataset says
     turns: list[Turn] = field(default_factory=list)
 
+    def messages(self) -> list[dict[str, str | None]]:
+        """The session as the messages a chat client sends (``Memory.add(messages=...)``)."""
+        when = self.at.isoformat() if self.at else None
+        return [
+            {"role": t.role, "name": t.speaker, "content": t.text, "timestamp": when}
+            for t in self.turns
+        ]
+
 
 @dataclass
 class Question:

@@ -147,11 +147,7 @@ def api_messages(srv: Server, convs: list[Conversation]) -> Search:
         for session in conv.sessions:
             if not session.turns:
                 continue
-            when = session.at.isoformat() if session.at else None
-            messages = [
-                {"role": t.role, "name": t.speaker, "content": t.text, "timestamp": when}
-                for t in session.turns
-            ]
+            messages = session.messages()
             results = srv.post(
                 "/memory/add",
                 {

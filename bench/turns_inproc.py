@@ -56,11 +56,7 @@ def ingest(mem: Memory, convs: list[Conversation]) -> tuple[dict[str, str], floa
         for session in conv.sessions:
             if not session.turns:
                 continue
-            when = session.at.isoformat() if session.at else None
-            messages = [
-                {"role": t.role, "name": t.speaker, "content": t.text, "timestamp": when}
-                for t in session.turns
-            ]
+            messages = session.messages()
             events = mem.add(
                 messages=messages,
                 user_id=conv.id,
