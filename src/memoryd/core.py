@@ -49,6 +49,7 @@ from memoryd.models import (
 from memoryd.recall import RecallLog
 from memoryd.search import hybrid_candidates
 from memoryd.search import turns as turn_rank
+from memoryd.search.current import Evidence, newer_first
 from memoryd.search.decay import blend, facts_weight
 from memoryd.search.entities import entity_boost
 from memoryd.search.hybrid import Candidate
@@ -982,6 +983,7 @@ class Memory:
             when_question=asks_when(query),
             how_wanted=asks_how_wanted(query),
             as_of=as_of,
+            query_names=names_in(query),
         )
         if record_recall:
             self.recalls.record(query, found, self.clock())
@@ -998,9 +1000,11 @@ class Memory:
         when_question: bool = False,
         how_wanted: bool = False,
         as_of: datetime | None = None,
+        query_names: set[str] | None = None,
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
-        with the entity boost and time decay applied.
+        with the entity boost and time decay applied, newer evidence of one thing before
+        older (:mod:`memoryd.search.current`; not for an ``as_of`` search).
 
         Every candidate is ranked from its :class:`RankFacts`, which the store's index
         answers without reading a record; records are read only for the hits returned,
@@ -1052,6 +1056,16 @@ class Memory:
                 )
                 if len(found) == top_k:
                     break
+        if s.newer_first_similarity < 1.0 and as_of is None and len(found) > 1:
+            found = newer_first(
+                found,
+                [Evidence(facts[h.id].when, facts[h.id].asks) for h in found],
+                lambda: self.embed_texts([h.record.index_text for h in found]),
+                query_names or set(),
+                similarity=s.newer_first_similarity,
+                margin=s.newer_first_margin,
+                gap_hours=s.newer_first_gap_hours,
+            )
         return found
 
     def search_combined(

@@ -136,6 +136,12 @@ class SearchSettings(BaseModel):
     # Agent chats (bench/dataset_agentchat.py) R@10, tune half: 0 0.774, 0.05 0.796, 0.1
     # 0.796, 0.15-0.3 0.841; LoCoMo unchanged (0.796 at every value)
     directive_turn_boost: float = Field(default=0.15, ge=0.0, le=1.0)
+    # newer evidence first (memoryd.search.current): among the hits returned, a newer hit
+    # that is this close in meaning to an older one, scores at most newer_first_margin
+    # below it and is not told apart by its words moves above it (1.0 turns it off)
+    newer_first_similarity: float = Field(default=0.45, ge=0.0, le=1.0)
+    newer_first_margin: float = Field(default=0.15, ge=0.0, le=1.0)
+    newer_first_gap_hours: float = Field(default=1.0, ge=0.0)
     # time decay (seed 000): score = w_sim * relevance + w_recency * 0.5 ** (age_days / half_life)
     time_decay: bool = True
     decay_similarity_weight: float = 0.7
@@ -518,6 +524,9 @@ class PromoteSettings(BaseModel):
     max_age_days: int = Field(default=30, ge=1)  # recalls older than this no longer count
     limit: int = Field(default=10, ge=0)  # promotions per agent and run
     max_lines: int = Field(default=200, ge=20)  # MEMORY.md stays this short
+    # a promoted line is stale once a newer fact this close in meaning, not told apart by
+    # its words, says something else of it (memoryd.extract.claims.says_otherwise)
+    stale_similarity: float = Field(default=0.5, ge=0, le=1)
     # each run that saw recalls writes its light / REM / deep review to DREAMS.md
     dreams_report: bool = True
 

@@ -307,3 +307,35 @@ def compare(
     if replaced:
         return Verdict.SUPERSEDES, "same subject, the value replaced"
     return Verdict.SAME, "already said"
+
+
+def unlike(a: str, b: str) -> str | None:
+    """Why ``a`` and ``b`` cannot say the same attribute of the same subject, or None.
+
+    The hard half of :func:`compare`, for two texts that may be long or loosely worded
+    (conversation turns, diary lines): another environment or region, another named
+    attribute, values of another kind ("port 5432" / "Tuesday"). What is left may be
+    one fact said twice, a new value of it, or two facts the words cannot tell apart."""
+    x, y = claim(a), claim(b)
+    if x.qualifiers != y.qualifiers:
+        return "another environment or region"
+    if x.attributes and y.attributes and not x.attributes & y.attributes:
+        return "another attribute"
+    if x.values and y.values and not _kinds(x.values) & _kinds(y.values):
+        return "values of another kind"
+    return None
+
+
+def says_otherwise(newer: str, older: str, cosine: float, min_cosine: float) -> bool:
+    """Does ``newer`` give what ``older`` says a new value?
+
+    Either :func:`compare` finds the same subject and attribute with a new value, or the
+    two are close in meaning (``cosine`` at least ``min_cosine``), the words do not tell
+    them apart as different facts (:func:`unlike`) and ``newer`` is not the same fact
+    said again: "the gateway timeout is 45 seconds now" after "the API gateway times
+    out requests after 40 seconds", which the word rules alone read as another attribute.
+    """
+    verdict, _ = compare(newer, older)
+    if verdict == Verdict.SUPERSEDES:
+        return True
+    return verdict != Verdict.SAME and cosine >= min_cosine and unlike(newer, older) is None

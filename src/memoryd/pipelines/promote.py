@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memoryd.extract.claims import Verdict, compare
+from memoryd.extract.claims import says_otherwise
 from memoryd.extract.noise import is_bare_table, is_chitchat
 from memoryd.extract.tasks import is_closed, is_task, wants_doing
 from memoryd.models import Filters, MemoryRecord, Origin, State
@@ -353,7 +353,8 @@ def said_at(record: MemoryRecord) -> datetime:
 
 def newer_value(ctx: PipelineContext, agent: str, text: str, since: datetime) -> str:
     """A current fact said after ``since`` that gives ``text``'s subject and attribute a
-    new value ("CI runs 16 parallel jobs now" after "CI runs 12 parallel jobs"), or ''.
+    new value ("CI runs 16 parallel jobs now" after "CI runs 12 parallel jobs"), or ''
+    (:func:`~memoryd.extract.claims.says_otherwise`, with ``promote.stale_similarity``).
 
     A diary excerpt is evidence of what was said that day and is never superseded
     itself; a line distilled from it is stale once a newer fact says otherwise.
@@ -367,13 +368,20 @@ def newer_value(ctx: PipelineContext, agent: str, text: str, since: datetime) ->
         time_decay=False,
         record_recall=False,  # the pipeline looking is not an agent recalling
     )
-    for hit in hits:
-        if hit.record.valid_from <= since or _norm(hit.text) == _norm(text):
-            continue
-        if is_task(hit.record.category, hit.text) or is_chitchat(hit.text):
-            continue
-        verdict, _ = compare(hit.text, text)
-        if verdict == Verdict.SUPERSEDES:
+    newer = [
+        hit
+        for hit in hits
+        if hit.record.valid_from > since
+        and _norm(hit.text) != _norm(text)
+        and not is_task(hit.record.category, hit.text)
+        and not is_chitchat(hit.text)
+    ]
+    if not newer:
+        return ""
+    vectors = ctx.memory.embed_texts([text, *(hit.text for hit in newer)])
+    floor = ctx.settings.promote.stale_similarity
+    for hit, vector in zip(newer, vectors[1:], strict=True):
+        if says_otherwise(hit.text, text, float(vector @ vectors[0]), floor):
             return hit.text
     return ""
 

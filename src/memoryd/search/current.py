@@ -1,0 +1,105 @@
+"""Newer evidence first: of two hits that answer one question differently, the newer
+one ranks first.
+
+Supersession (:mod:`memoryd.extract.claims`) retires an old *fact* when a newer one
+replaces it. The conversation turns and diary lines that said the old value stay, as
+evidence of what was said, and a search for "which HTTP library does ingestion use?"
+still finds "ingestion makes its HTTP calls with aiohttp" from March as readily as
+"the ingestion service now uses httpx" from April, and the offline comparison misses
+rewordings ("Kenji takes over the pager" / "Omar is on call this week") that a search
+hit shows side by side. A user asking wants what is true now first.
+
+So, among the hits a search returns (never beyond them: which memories come back is
+unchanged, only their order), a hit moves up above an older one when
+
+* it is newer by at least ``newer_first_gap_hours`` (what was said in one exchange
+  keeps its order),
+* the two are close in meaning (cosine of their stored vectors at least
+  ``newer_first_similarity``) and close in relevance to the query (the older one's
+  score is at most ``newer_first_margin`` higher),
+* the words do not tell them apart as different facts (:func:`claims.unlike`: another
+  environment, attribute or kind of value), every name the query asks about that the
+  older one mentions is in the newer one too ("Team Atlas" is not "Team Orion"), and
+* the newer one states rather than asks.
+
+The moved hit takes the score of the one it passes, so scores stay in rank order for
+what comes after (MMR, budgets, clients that sort). An ``as_of`` search asks about the
+past and is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memoryd.extract.claims import unlike
+from memoryd.models import SearchHit
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the ordering needs of one hit besides its text and score."""
+
+    when: float  # epoch seconds of when it was said (event_at, else created_at)
+    asks: bool = False  # a question
+
+
+def _mentions(text: str, name: str) -> bool:
+    return name in text.casefold()
+
+
+def newer_first(
+    hits: Sequence[SearchHit],
+    evidence: Sequence[Evidence],
+    vectors: Callable[[], np.ndarray],
+    query_names: set[str],
+    *,
+    similarity: float,
+    margin: float,
+    gap_hours: float,
+) -> list[SearchHit]:
+    """``hits`` (best first) with newer evidence of the same thing moved above older."""
+    if len(hits) < 2:
+        return list(hits)
+    order = list(range(len(hits)))
+    gap = gap_hours * 3600.0
+    sims: np.ndarray | None = None
+    moved_score = {n: hits[n].score for n in order}
+    pos = 1
+    while pos < len(order):
+        j = order[pos]
+        target = None
+        if not evidence[j].asks:
+            for place in range(pos):
+                i = order[place]
+                if evidence[j].when < evidence[i].when + gap:
+                    continue
+                if moved_score[i] - moved_score[j] > margin:
+                    continue
+                if sims is None:
+                    v = vectors()
+                    sims = v @ v.T
+                if float(sims[i, j]) < similarity:
+                    continue
+                older, newer = hits[i].text, hits[j].text
+                if any(_mentions(older, q) and not _mentions(newer, q) for q in query_names):
+                    continue
+                if unlike(newer, older) is not None:
+                    continue
+                target = place
+                break
+        if target is None:
+            pos += 1
+            continue
+        order.pop(pos)
+        order.insert(target, j)
+        moved_score[j] = max(moved_score[j], moved_score[order[target + 1]])
+        pos += 1
+    out: list[SearchHit] = []
+    for n in order:
+        hit = hits[n]
+        score = moved_score[n]
+        out.append(hit if score == hit.score else hit.model_copy(update={"score": score}))
+    return out

@@ -1,0 +1,73 @@
+"""Newer evidence first (memoryd.search.current): of two hits that answer one question
+differently, the newer ranks first; which hits come back never changes, and hits the
+words tell apart (another environment, another named thing) keep their order.
+Real model, real store (SQLite, and PostgreSQL with MEMORYD_TEST_PG=1)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memoryd.core import Memory
+from memoryd.settings import SearchSettings
+from tests.conftest import FakeClock
+
+
+def _said(memory: Memory, clock: FakeClock, *texts: str, days: int) -> None:
+    clock.now = datetime(2026, 3, 2, 9, tzinfo=UTC) + timedelta(days=days)
+    for text in texts:
+        memory.add(text, user_id="u")
+
+
+def _texts(memory: Memory, query: str, **how: object) -> list[str]:
+    return [h.text for h in memory.search(query, user_id="u", top_k=5, **how)]
+
+
+def test_the_newer_value_of_one_thing_comes_first(memory: Memory, clock: FakeClock) -> None:
+    _said(
+        memory,
+        clock,
+        "Noted, Omar is the platform on-call; I'll page Omar if an alert fires.",
+        days=0,
+    )
+    _said(memory, clock, "Got it, platform on-call is Kenji now.", days=9)
+    _said(memory, clock, "The ingestion service uses aiohttp for its HTTP calls.", days=1)
+    _said(memory, clock, "Great, ingestion's HTTP client library is httpx from now on.", days=12)
+    clock.now = datetime(2026, 3, 20, 9, tzinfo=UTC)
+
+    oncall = _texts(memory, "who is on call for the platform team")
+    assert "Kenji" in oncall[0], oncall
+    assert any("Omar" in t for t in oncall)  # the old statement stays findable, below
+    http = _texts(memory, "which HTTP library does the ingestion service use")
+    assert "httpx" in http[0], http
+
+    # the same search with the rule off: the older statement ranked first (so the rule,
+    # not recency decay, put the newer one first)
+    memory.settings.search = SearchSettings(newer_first_similarity=1.0)
+    off = _texts(memory, "which HTTP library does the ingestion service use")
+    assert "aiohttp" in off[0], off
+    assert set(off) == set(http)  # the same hits, only their order differs
+
+
+def test_what_the_words_tell_apart_keeps_its_order(memory: Memory, clock: FakeClock) -> None:
+    _said(memory, clock, "The production PostgreSQL database listens on port 5432.", days=0)
+    _said(memory, clock, "The staging PostgreSQL database listens on port 6432.", days=10)
+    _said(memory, clock, "Team Atlas holds its standup at 9:30 every morning.", days=0)
+    _said(memory, clock, "Team Orion holds its standup at 10:00 every morning.", days=10)
+    clock.now = datetime(2026, 3, 20, 9, tzinfo=UTC)
+
+    port = _texts(memory, "which port does the production PostgreSQL database listen on")
+    assert "production" in port[0], port
+    standup = _texts(memory, "when does Team Atlas hold its standup")
+    assert "Atlas" in standup[0], standup
+
+
+def test_a_search_as_of_a_past_day_is_left_alone(memory: Memory, clock: FakeClock) -> None:
+    _said(memory, clock, "The ingestion service uses aiohttp for its HTTP calls.", days=0)
+    _said(memory, clock, "Great, ingestion's HTTP client library is httpx from now on.", days=12)
+    clock.now = datetime(2026, 3, 20, 9, tzinfo=UTC)
+    query = "which HTTP library does the ingestion service use"
+    now = _texts(memory, query)
+    past = _texts(memory, query, as_of=datetime(2026, 3, 30, tzinfo=UTC))
+    assert "httpx" in now[0]
+    memory.settings.search = SearchSettings(newer_first_similarity=1.0)
+    assert past == _texts(memory, query, as_of=datetime(2026, 3, 30, tzinfo=UTC))
