@@ -76,10 +76,14 @@ class Clock:
         return self.now
 
 
-def bench_settings(home: Path) -> Settings:
+def bench_settings(home: Path, llm_url: str | None = None) -> Settings:
     """Shipped defaults, except: no watcher or scheduler thread (the driver runs what is
-    due on the moved clock), OpenClaw's directory inside ``home``, and API keys."""
+    due on the moved clock), OpenClaw's directory inside ``home``, API keys, and the LLM
+    at ``llm_url`` (OpenAI protocol) when one is given."""
     s = Settings(home=home)
+    if llm_url is not None:
+        s.llm.provider = "openai"
+        s.llm.openai.base_url = llm_url
     s.workspace.openclaw_dir = home / "openclaw"
     s.workspace.watch = False
     s.pipelines.scheduler = False
@@ -542,6 +546,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--table", type=Path, help="only print the table of this result JSON")
     ap.add_argument("--dump", type=Path, help="only write the scenario (every turn) as JSON")
     ap.add_argument("--label", default=None, help="what code ran (e.g. a commit), kept in meta")
+    ap.add_argument(
+        "--llm-url",
+        default=None,
+        help="an OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1): every pipeline "
+        "and inferring add then asks this LLM instead of the offline rules",
+    )
     args = ap.parse_args(argv)
     if args.table:
         print(markdown(json.loads(args.table.read_text())))
@@ -550,7 +560,7 @@ def main(argv: list[str] | None = None) -> None:
         sc = generate(args.seed, args.variant, args.weeks)
         args.dump.write_text(json.dumps(sc.dump(), indent=1) + "\n")
         return
-    result = run(args.weeks, args.seed, args.variant, probe=not args.no_probe)
+    result = run(args.weeks, args.seed, args.variant, probe=not args.no_probe, llm_url=args.llm_url)
     result["meta"]["label"] = args.label
     out = args.out or REPO_ROOT / "bench" / "results" / f"weeks-{datetime.now(UTC):%Y-%m-%d}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -560,13 +570,14 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(weeks: int, seed: int, variant: str, *, probe: bool = True, home: Path | None = None,
-        progress: bool = True) -> dict[str, Any]:  # fmt: skip
-    """Play the scenario on a fresh store under ``home`` (a temporary one by default)."""
+        progress: bool = True, llm_url: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Play the scenario on a fresh store under ``home`` (a temporary one by default), with
+    the LLM at ``llm_url`` (OpenAI protocol) when given."""
     sc = generate(seed, variant, weeks)
     meta = {**machine_info(), "memoryd_src": str(Path(memoryd.__file__).parent)}
     t0, cpu0 = time.monotonic(), time.process_time()
     with tempfile.TemporaryDirectory(prefix="memoryd-weeks-") as tmp:
-        settings = bench_settings(home or Path(tmp) / "home")
+        settings = bench_settings(home or Path(tmp) / "home", llm_url)
         clock = Clock(sc.start)
         with Memory(settings, clock=clock) as mem, Server(mem) as srv:
             r = Run(sc, mem, clock, srv)

@@ -4,6 +4,7 @@ instrument, not that memoryd meets issue 31's targets."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from datetime import timedelta
@@ -12,6 +13,7 @@ from pathlib import Path
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.pipelines.promote import BLOCK_TITLE
+from tests.fake_llm import FakeLLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -117,3 +119,25 @@ def test_a_week_end_to_end_and_a_planted_stale_line(tmp_path: Path, embedder: Em
         result = {"checkpoints": [week], "similar_probe": probe, "scenario": sc.summary()}
         met = weeks.targets({**result, "elapsed_s": 0})
         assert met["0 leaks"] is True and met["50 similar facts stay 50"] is None
+
+
+def test_a_week_with_an_llm_configured(tmp_path: Path, embedder: Embedder) -> None:
+    """The same scenario and pipelines with an LLM (the fake OpenAI-protocol server): every
+    pipeline runs without an error, the LLM is asked, and the week is scored."""
+    sc = weeks_scenario.generate(6, "data", 1)
+    sc.exchanges = [
+        e for i, e in enumerate(sc.exchanges) if e.kind not in ("work", "chitchat") or i % 8 == 0
+    ]
+    with FakeLLM() as fake:
+        settings = weeks.bench_settings(tmp_path / "home", fake.url)
+        clock = weeks.Clock(sc.start)
+        with Memory(settings, embedder=embedder, clock=clock) as mem, weeks.Server(mem) as srv:
+            run = weeks.Run(sc, mem, clock, srv)
+            [week] = run.play(progress=False)
+        assert run.pipeline_errors == []
+        assert run.pipeline_runs["dream"] == 7 and run.pipeline_runs["digest"] >= 600
+        asked = [json.dumps(r) for r in fake.requests]
+        assert len(asked) > 10, "the pipelines never asked the LLM"
+        assert week["leaks"]["total"] == 0
+        assert week["long_term"]["facts"] > 0  # the LLM's facts reached long-term memory
+        assert week["lessons"]["real_episodes"] == 7
