@@ -71,3 +71,11 @@ def test_a_search_as_of_a_past_day_is_left_alone(memory: Memory, clock: FakeCloc
     assert "httpx" in now[0]
     memory.settings.search = SearchSettings(newer_first_similarity=1.0)
     assert past == _texts(memory, query, as_of=datetime(2026, 3, 30, tzinfo=UTC))
+
+
+def test_another_thing_of_one_subject_keeps_its_order(memory: Memory, clock: FakeClock) -> None:
+    _said(memory, clock, "Ravi owns the search service and its on-call rota.", days=0)
+    _said(memory, clock, "Ravi owns the billing service and its on-call rota.", days=10)
+    clock.now = datetime(2026, 3, 20, 9, tzinfo=UTC)
+    owner = _texts(memory, "who owns the search service")
+    assert "search" in owner[0], owner

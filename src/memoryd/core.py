@@ -30,6 +30,7 @@ from memoryd.errors import (
     ReadOnlyError,
 )
 from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
+from memoryd.extract.claims import content
 from memoryd.extract.classify import classify_fact
 from memoryd.llm import LLM, create_llm
 from memoryd.models import (
@@ -983,7 +984,7 @@ class Memory:
             when_question=asks_when(query),
             how_wanted=asks_how_wanted(query),
             as_of=as_of,
-            query_names=names_in(query),
+            query=query,
         )
         if record_recall:
             self.recalls.record(query, found, self.clock())
@@ -1000,7 +1001,7 @@ class Memory:
         when_question: bool = False,
         how_wanted: bool = False,
         as_of: datetime | None = None,
-        query_names: set[str] | None = None,
+        query: str = "",
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
         with the entity boost and time decay applied, newer evidence of one thing before
@@ -1061,7 +1062,8 @@ class Memory:
                 found,
                 [Evidence(facts[h.id].when, facts[h.id].asks) for h in found],
                 lambda: self.embed_texts([h.record.index_text for h in found]),
-                query_names or set(),
+                names_in(query),
+                content(query),
                 similarity=s.newer_first_similarity,
                 margin=s.newer_first_margin,
                 gap_hours=s.newer_first_gap_hours,

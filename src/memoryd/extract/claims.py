@@ -275,7 +275,11 @@ def compare(
         # both sides say something the other does not: another subject, or a new value
         if replaced and not (only_new - n.slot - n.purpose or only_old - o.slot - o.purpose):
             return Verdict.SUPERSEDES, "same subject, the value it names replaced"
-        if not (only_new <= n.slot and only_old <= o.slot):
+        if only_new & n.purpose and only_old & o.purpose:
+            return Verdict.DISTINCT, "another purpose"
+        # what a value is for, said by one side only ("... for its HTTP calls"), is neither
+        # subject nor value
+        if not (only_new <= n.slot | n.purpose and only_old <= o.slot | o.purpose):
             return Verdict.DISTINCT, "another subject"
         anchors = (n.words & o.words) - n.slot - o.slot
         if not (anchors or n.attributes & o.attributes or n.qualifiers & o.qualifiers):
@@ -326,16 +330,34 @@ def unlike(a: str, b: str) -> str | None:
     return None
 
 
+def content(text: str) -> set[str]:
+    """The words of ``text`` that carry meaning, normalised as :func:`claim` does them."""
+    words = (_norm(t) for t in _RAW.findall(_ACK_PREFIX.sub("", text)))
+    return {w for w in words if w and w not in _STOP}
+
+
+def announces_change(text: str) -> bool:
+    """Says that something changed or replaced what was before ("now", "switched",
+    "took over", "instead", "no longer", "from now on")."""
+    return claim(text).changes
+
+
 def says_otherwise(newer: str, older: str, cosine: float, min_cosine: float) -> bool:
     """Does ``newer`` give what ``older`` says a new value?
 
-    Either :func:`compare` finds the same subject and attribute with a new value, or the
-    two are close in meaning (``cosine`` at least ``min_cosine``), the words do not tell
-    them apart as different facts (:func:`unlike`) and ``newer`` is not the same fact
-    said again: "the gateway timeout is 45 seconds now" after "the API gateway times
-    out requests after 40 seconds", which the word rules alone read as another attribute.
+    Either :func:`compare` finds the same subject and attribute with a new value, or
+    ``newer`` announces a change (:func:`announces_change`), the two are close in meaning
+    (``cosine`` at least ``min_cosine``), the words do not tell them apart as different
+    facts (:func:`unlike`) and ``newer`` is not the same fact said again: "the gateway
+    timeout is 45 seconds now" after "the API gateway times out requests after 40
+    seconds", which the word rules alone read as another attribute.
     """
     verdict, _ = compare(newer, older)
     if verdict == Verdict.SUPERSEDES:
         return True
-    return verdict != Verdict.SAME and cosine >= min_cosine and unlike(newer, older) is None
+    return (
+        verdict != Verdict.SAME
+        and cosine >= min_cosine
+        and announces_change(newer)
+        and unlike(newer, older) is None
+    )

@@ -19,7 +19,10 @@ unchanged, only their order), a hit moves up above an older one when
   score is at most ``newer_first_margin`` higher),
 * the words do not tell them apart as different facts (:func:`claims.unlike`: another
   environment, attribute or kind of value), every name the query asks about that the
-  older one mentions is in the newer one too ("Team Atlas" is not "Team Orion"), and
+  older one mentions is in the newer one too ("Team Atlas" is not "Team Orion"),
+* the newer one announces a change ("... is Kenji now", "took over", "switched") or says
+  every word of the query that the older one says ("who owns the search service?" does
+  not put "Ravi owns the billing service" above "Ravi owns the search service"), and
 * the newer one states rather than asks.
 
 The moved hit takes the score of the one it passes, so scores stay in rank order for
@@ -34,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memoryd.extract.claims import unlike
+from memoryd.extract.claims import announces_change, content, unlike
 from memoryd.models import SearchHit
 
 
@@ -55,6 +58,7 @@ def newer_first(
     evidence: Sequence[Evidence],
     vectors: Callable[[], np.ndarray],
     query_names: set[str],
+    query_words: set[str],
     *,
     similarity: float,
     margin: float,
@@ -87,6 +91,10 @@ def newer_first(
                 if any(_mentions(older, q) and not _mentions(newer, q) for q in query_names):
                     continue
                 if unlike(newer, older) is not None:
+                    continue
+                if not announces_change(newer) and not (query_words & content(older)) <= content(
+                    newer
+                ):
                     continue
                 target = place
                 break
