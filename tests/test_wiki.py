@@ -386,3 +386,35 @@ def test_cli_adds_and_retires_http_compiles_and_mcp_adds(
         assert "Ana Ruiz speaks Portuguese" in page["markdown"]
     finally:
         m.close()
+
+
+def test_a_claims_id_survives_a_recompile_that_moves_it_to_another_page(mem: Memory) -> None:
+    from tests.wiki_kit import remember
+
+    ws = ws_of(mem)
+    said = "Bruno Costa keeps the billing runbook"
+    remember(mem, said)  # one mention of Bruno: no page of his own yet
+    wiki.compile_wiki(mem, ws)
+    before = claims(mem)[said]
+    remember(mem, "Bruno Costa is on call this week")  # the second mention: his page
+    wiki.compile_wiki(mem, ws)
+    after = claims(mem)[said]
+    assert after["page"] == "Bruno Costa" != before["page"]  # the claim moved
+    assert after["id"] == before["id"]
+    retired, _ = wiki.apply(mem, ws, wiki.Edit(op="retire", claim=before["id"], reason="moved"))
+    assert retired is not None and retired.page == "Bruno Costa"
+    assert claims(mem)[said]["status"] == "superseded"
+
+
+def test_a_journal_that_retired_claims_by_their_old_page_ids_still_does(mem: Memory) -> None:
+    from memoryd.wiki.model import page_claim_id
+
+    seed(mem)
+    ws = ws_of(mem)
+    wiki.compile_wiki(mem, ws)
+    claim = claims(mem)["Ana Ruiz runs the Lisbon office"]
+    journal = ws.root / "wiki" / ".state" / "edits.json"
+    old_id = page_claim_id(claim["page"], claim["text"])  # as an older memoryd wrote it
+    journal.write_text(json.dumps([{"op": "retire", "claim": old_id, "status": "stale"}]))
+    wiki.compile_wiki(mem, ws)
+    assert claims(mem)["Ana Ruiz runs the Lisbon office"]["status"] == "stale"

@@ -52,7 +52,14 @@ import numpy as np
 
 from memoryd.core import Memory
 from memoryd.errors import MemorydError, PermissionDeniedError
-from memoryd.wiki.model import RESERVED_TITLES, Claim, Page, claim_id, page_title
+from memoryd.wiki.model import (
+    RESERVED_TITLES,
+    Claim,
+    Page,
+    claim_id,
+    page_claim_id,
+    page_title,
+)
 from memoryd.wiki.render import MARKER, STATE_DIR, notes_of, render
 from memoryd.wiki.sources import (
     Said,
@@ -179,7 +186,7 @@ def build(memory: Memory, ws: Workspace, today: date | None = None) -> dict[str,
         targets = [page(t, "entity") for t in dict.fromkeys(where)] or [page(s.topic, "topic")]
         for p in targets:
             c = Claim(
-                id=claim_id(p.title, s.text),
+                id=claim_id(s.text),
                 page=p.title,
                 text=s.text,
                 evidence=list(s.evidence),
@@ -204,8 +211,9 @@ def build(memory: Memory, ws: Workspace, today: date | None = None) -> dict[str,
     stale_before = (today - timedelta(days=cfg.stale_days)).isoformat()
     for p in pages.values():
         for c in p.claims:
-            if c.id in retired:
-                e = retired[c.id]
+            legacy = page_claim_id(p.title, c.text)
+            if c.id in retired or legacy in retired:
+                e = retired.get(c.id) or retired[legacy]
                 c.status, c.note = str(e.get("status", "superseded")), e.get("reason")
                 c.valid_until = c.valid_until or e.get("at")
             elif c.status == "current" and c.confirmed and c.confirmed < stale_before:

@@ -1,8 +1,9 @@
 """The wiki's records: a :class:`Claim` (one statement with its evidence) on a :class:`Page`.
 
-A claim's id is a digest of its page and its normalised text, so the same
-statement compiled again keeps its id, and an edit applied to it (retired,
-say) still finds it after a recompile.
+A claim's id is a digest of its normalised text alone, not of the page it is on:
+the same statement compiled again keeps its id even when a recompile moves it to
+another page (a name that became an entity page), so an edit applied to it (retired,
+say) still finds it. The same statement on two pages is one claim with one id.
 """
 
 from __future__ import annotations
@@ -78,7 +79,14 @@ def normalise(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def claim_id(page: str, text: str) -> str:
+def claim_id(text: str) -> str:
+    digest = hashlib.blake2b(normalise(text).casefold().encode(), digest_size=5)
+    return "c" + digest.hexdigest()
+
+
+def page_claim_id(page: str, text: str) -> str:
+    """The id claims had before it left out the page: a journal written then retires
+    claims by it, and still does."""
     digest = hashlib.blake2b(f"{page}\0{normalise(text).casefold()}".encode(), digest_size=5)
     return "c" + digest.hexdigest()
 

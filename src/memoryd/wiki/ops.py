@@ -242,5 +242,5 @@ def apply(memory: Memory, ws: Workspace, edit: Edit) -> tuple[Claim | None, Comp
     if record["op"] == "retire":
         return next((c for c in claims if c.id == record["claim"]), None), report
     page, said = record["page"].casefold(), record["text"]
-    found = (c for c in claims if c.page.casefold() == page and c.id == claim_id(c.page, said))
+    found = (c for c in claims if c.page.casefold() == page and c.id == claim_id(said))
     return next(found, None), report
