@@ -223,6 +223,27 @@ def test_pipelines_and_audit_pages(tab: Tab, memory: Memory, tmp_path: Path) -> 
     tab.shot("ui-browse")
 
 
+def test_the_audit_page_fits_1280_px_and_is_paged(tab: Tab) -> None:
+    """Long request paths and every column at 1280 px: the page scrolls down, never
+    sideways; more requests than a page holds are paged."""
+    page = tab.page
+    long_id = "x" * 180  # one unbreakable word
+    with httpx.Client(base_url=tab.base) as api:
+        for n in range(55):
+            api.get(f"/memory/history/{long_id}{n}", params={"user_id": "boss"})
+    page.set_viewport_size({"width": 1280, "height": 900})
+    tab.goto("/ui/audit")
+    page.locator("h1", has_text="Audit").wait_for()
+    wide = page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 1280, f"the audit page is {wide} px wide at 1280 px"
+    assert page.locator('[data-testid="audit"] tbody tr').count() == 50
+    page.get_by_role("link", name="Older →").click()
+    page.wait_for_url("**/ui/audit?page=2")
+    assert page.locator('[data-testid="audit"] tbody tr').count() == 5
+    tab.shot("ui-audit-1280", full=False)
+    tab.errors = [e for e in tab.errors if "404" not in e]  # the histories are not found
+
+
 def test_a_scoped_key_cannot_see_another_users_memory(
     browser: Any, memory: Memory, seeded: Seeded, live_server: Any
 ) -> None:

@@ -37,6 +37,7 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from memoryd.access import AuthenticationError, Principal, authenticate, token_from
+from memoryd.api import markdown
 from memoryd.audit import read_recent
 from memoryd.core import Memory
 from memoryd.errors import (
@@ -57,7 +58,8 @@ COOKIE = "memoryd_key"
 #: another site can make the browser send the cookie, never read it into a form)
 CSRF_COOKIE = "memoryd_csrf"
 PAGE_SIZE = 25
-PIPELINES = ("digest", "sync", "dream", "decay", "lessons")
+AUDIT_PAGE = 50  # requests per page of /ui/audit
+AUDIT_KEPT = 1000  # the newest requests the audit pages reach back to
 TIERS = {"long_term": "long-term", "short_term": "short-term", "shared": "shared"}
 # Scripts only from /ui/static; no inline script, so an injected <script> cannot run.
 CSP = (
@@ -88,6 +90,8 @@ def _ts(value: object) -> str:
 
 
 TEMPLATES.env.filters["ts"] = _ts
+TEMPLATES.env.filters["md"] = markdown.to_html  # Markdown, raw HTML off
+TEMPLATES.env.filters["plain"] = markdown.to_plain  # one-line previews
 
 
 # -- who is asking, and what they may see ----------------------------------------------------
@@ -450,13 +454,20 @@ def source_lines(memory: Memory, principal: Principal, record: MemoryRecord) -> 
 
 
 # -- pipelines and audit (rendered from what their owners record) ------------------------------
-def pipeline_runs(memory: Memory, principal: Principal) -> list[dict[str, Any]]:
-    """Recorded runs, newest first, as ``GET /v1/pipelines`` shows them to this caller
+def pipeline_status(
+    memory: Memory, principal: Principal, scheduler: Any = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every registered pipeline (schedule, next run, last run) and the recorded runs,
+    newest first, as ``GET /v1/pipelines`` shows them to this caller
     (:meth:`~memoryd.scope.WorkspaceAccess.pipelines`: notes and errors to admin keys
-    only, other keys the runs of the agents they may use), each with its error first
-    among its errors, for the table."""
+    only, other keys the runs of the agents they may use), each run with its error
+    first among its errors, for the table."""
     keep = memory.settings.pipelines.keep_runs
-    runs = memory.scope(principal).workspaces().pipelines(limit=keep)["runs"]
+    status = memory.scope(principal).workspaces().pipelines(scheduler, limit=keep)
+    return status["pipelines"], _runs(status["runs"])
+
+
+def _runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for run in runs:
         errors = [str(e) for e in run.get("errors") or []]
@@ -788,6 +799,8 @@ def _memory_view(
             "draft": record.text if draft is None else draft,
             "confirm_delete": request.query_params.get("confirm") == "delete",
             "memory_type": memory_type(mem, record),
+            # a workspace chunk mirrors its file: no edit or delete offered (Memory refuses)
+            "read_only": record.origin == Origin.CHUNK,
         },
         principal=principal,
         status_code=error.status_code if error else 200,
@@ -848,14 +861,15 @@ def restore(request: Request, principal: Principal, memory_id: str) -> Response:
 @router.get("/pipelines", response_model=None)
 @page
 def pipelines(request: Request, principal: Principal) -> Response:
-    runs = pipeline_runs(_memory(request), principal)
-    last = {name: next((r for r in runs if r.get("name") == name), None) for name in PIPELINES}
+    scheduler = getattr(request.app.state, "pipeline_scheduler", None)
+    specs, runs = pipeline_status(_memory(request), principal, scheduler)
     return render(
         request,
         "pipelines.html",
         {
             "runs": runs[:50],
-            "last": last,
+            "pipelines": specs,
+            "scheduler": scheduler is not None,
             "details": principal.admin,
             "dreams": dream_reports(_memory(request), principal),
         },
@@ -868,8 +882,13 @@ def pipelines(request: Request, principal: Principal) -> Response:
 def audit(request: Request, principal: Principal) -> Response:
     principal.require_admin()
     include_ui = request.query_params.get("ui") == "1"
-    entries = audit_entries(_memory(request), 500, include_ui=include_ui)
-    shown = entries[:100]
+    entries = audit_entries(_memory(request), AUDIT_KEPT, include_ui=include_ui)
+    pages = max(1, math.ceil(len(entries) / AUDIT_PAGE))
+    try:
+        number = min(max(1, int(request.query_params.get("page", "1"))), pages)
+    except ValueError:
+        number = 1
+    shown = entries[(number - 1) * AUDIT_PAGE : number * AUDIT_PAGE]
     oldest_first = shown[::-1]
     latency_chart = {
         "type": "line",
@@ -883,6 +902,9 @@ def audit(request: Request, principal: Principal) -> Response:
         "audit.html",
         {
             "entries": shown,
+            "page": number,
+            "pages": pages,
+            "total": len(entries),
             "include_ui": include_ui,
             "summary": latency_summary(entries),
             "chart": latency_chart,
