@@ -56,8 +56,11 @@ def test_list_get_history_delete(run) -> None:  # type: ignore[no-untyped-def]
     assert run("delete", item["id"])[0] == 0
     code, out = run("history", item["id"], "--json")
     assert [e["event"] for e in json.loads(out)["results"]] == ["ADD", "DELETE"]
-    code, out = run("get", item["id"])
-    assert code == 2 and "no memory" in out
+    code, out = run("get", item["id"])  # the CLI's next step, not another face's
+    assert code == 2 and f"memory {item['id']} was deleted" in out
+    assert f"memoryd restore {item['id']}" in out and "MCP" not in out
+    code, out = run("get", "no-such-id")
+    assert code == 2 and "no memory with id no-such-id" in out and "memoryd list" in out
 
 
 def test_errors_are_clear_and_exit_2(run) -> None:  # type: ignore[no-untyped-def]

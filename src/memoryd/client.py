@@ -70,7 +70,7 @@ class MemoryClient:
         agent_id: str | None = None,
         timeout: float = 300.0,
     ) -> None:
-        self.url = url.rstrip("/")
+        self.url = with_scheme(url).rstrip("/")
         self.user_id = user_id
         self.agent_id = agent_id
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -207,6 +207,12 @@ class MemoryClient:
     def intent(self, query: str) -> Intent:
         """What the query is after: rules (the server's LLM is not offered over HTTP)."""
         return analyse(query)
+
+
+def with_scheme(url: str) -> str:
+    """``url``, with ``http://`` in front when it names no scheme (``127.0.0.1:8230``)."""
+    url = url.strip()
+    return url if "://" in url else f"http://{url}"
 
 
 def _filters(spec: FilterSpec | None) -> dict[str, Any] | None:

@@ -71,6 +71,9 @@ class OnnxEmbedSettings(BaseModel):
     max_tokens: int = 256
     batch_size: int = 32
     threads: int = 0  # 0: onnxruntime decides
+    # where the optimised graph is cached (embed/onnx.py); unset: $XDG_CACHE_HOME/memoryd/onnx
+    # when XDG_CACHE_HOME is set, else $MEMORYD_HOME/cache/onnx (`memoryd cache clean`)
+    cache_dir: Path | None = None
 
 
 class OpenAIEmbedSettings(BaseModel):
@@ -539,6 +542,10 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(default_factory=default_home)
+    # The user a write acts for when it names none (``memoryd add``, ``POST /memory/add``
+    # and, unless ``mcp.user_id`` is set, the MCP tools). A read that names no user
+    # covers every user the caller may see, on every face (README: "Users").
+    default_user: str = "default"
     store: StoreSettings = Field(default_factory=StoreSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
@@ -564,6 +571,22 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_home(cls, v: Path) -> Path:
         return v.expanduser()
+
+    @model_validator(mode="after")
+    def _model_cache_under_home(self) -> Settings:
+        if self.embed.onnx.cache_dir is None and not os.environ.get("XDG_CACHE_HOME"):
+            self.embed.onnx.cache_dir = self.home / "cache" / "onnx"
+        return self
+
+    @model_validator(mode="after")
+    def _mcp_acts_for_the_default_user(self) -> Settings:
+        if "user_id" not in self.mcp.model_fields_set:
+            self.mcp.user_id = self.default_user
+        return self
+
+    def acting_user(self, user_id: str | None) -> str:
+        """The user a write acts for: the one named, else ``default_user``."""
+        return user_id or self.default_user
 
     @property
     def store_url(self) -> str:

@@ -4,15 +4,17 @@ slow embedding or LLM work never blocks the event loop."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import logging
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.cors import CORSMiddleware
 
@@ -93,6 +95,19 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
             },
         )
 
+    @app.get("/", include_in_schema=False, response_model=None)
+    async def root(request: Request) -> RedirectResponse | dict[str, str]:
+        """A browser goes to the dashboard; a program learns where things are."""
+        if "text/html" in request.headers.get("accept", ""):
+            return RedirectResponse("/ui", status_code=307)
+        return {
+            "service": "memoryd",
+            "version": memoryd.__version__,
+            "dashboard": "/ui",
+            "docs": "/docs",
+            "health": "/health",
+        }
+
     @app.get("/health")
     async def health(request: Request) -> dict[str, Any]:
         """Liveness for anyone; what runs for a valid key; how many memories (every
@@ -165,6 +180,25 @@ def check_bind(settings: Settings) -> None:
         "configure keys (MEMORYD_AUTH__KEYS or [[auth.keys]] in memoryd.toml), bind to "
         "127.0.0.1, or pass --allow-remote-without-auth if the network is trusted",
     )
+
+
+def check_port(settings: Settings) -> None:
+    """Fail before start-up when ``server.port`` is taken (another ``memoryd serve``?),
+    rather than after loading the model with a raw uvicorn error."""
+    host, port = settings.server.host, settings.server.port
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            taken = exc.errno == errno.EADDRINUSE
+            raise MemorydError(
+                f"cannot listen on {host}:{port}: "
+                + ("the port is in use (another memoryd serve?)" if taken else str(exc)),
+                f"stop what uses it, or pick another port: memoryd serve --port {port + 1} "
+                "(or MEMORYD_SERVER__PORT)",
+            ) from None
 
 
 def jsonable_errors(exc: RequestValidationError) -> list[dict[str, Any]]:

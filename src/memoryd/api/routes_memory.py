@@ -63,7 +63,7 @@ class AddRequest(BaseModel):
         "one model run and one transaction for all (a bulk import, or an agent saving many "
         "facts at once); each text is checked before any is written",
     )
-    user_id: str
+    user_id: str | None = Field(None, description="default: the server's default_user")
     agent_id: str | None = None
     run_id: str | None = Field(None, description="YYYY-MM-DD for short-term memory")
     metadata: dict[str, Any] | None = Field(None, description='e.g. {"category": "decision"}')
@@ -294,7 +294,7 @@ async def memory_add(
     results = await _add(
         request,
         p,
-        user_id=body.user_id,
+        user_id=request.app.state.memory.settings.acting_user(body.user_id),
         agent_id=body.agent_id,
         run_id=body.run_id,
         text=body.text,

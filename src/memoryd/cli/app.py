@@ -6,13 +6,26 @@ registered from its own module (see the package docstring). Tables for people,
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Annotated
 
 import typer
 from rich.progress import Progress
 
-from memoryd.cli import backup, mcp, memory, pipelines, setup, store, wiki, workspace
-from memoryd.cli.common import JsonOpt, console, err, fail, open_memory, print_json
+from memoryd import __version__
+from memoryd.cli import backup, cache, mcp, memory, pipelines, setup, store, wiki, workspace
+from memoryd.cli.common import (
+    HELP_OPTIONS,
+    JsonOpt,
+    console,
+    err,
+    error_out,
+    fail,
+    json_mode,
+    open_memory,
+    print_fields,
+    print_json,
+)
 from memoryd.errors import MemorydError
 from memoryd.operator import Operator
 from memoryd.settings import Settings
@@ -21,7 +34,27 @@ app = typer.Typer(
     help="memoryd: long-term memory for AI agents.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings=HELP_OPTIONS,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"memoryd {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_print_version, is_eager=True, help="print the version"
+        ),
+    ] = False,
+) -> None:
+    """memoryd: long-term memory for AI agents."""
+    json_mode(False)  # set again by the command's own --json
 
 
 @app.command()
@@ -33,9 +66,7 @@ def status(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(info)
         return
-    for key, value in info.items():
-        if key != "workspaces":
-            console.print(f"[bold]{key}[/bold]: {value}")
+    print_fields({k: v for k, v in info.items() if k != "workspaces"})
     workspace.print_workspace_status(console, info["workspaces"])
 
 
@@ -63,7 +94,7 @@ def serve(
     import uvicorn
 
     from memoryd.api import create_app
-    from memoryd.api.app import check_bind
+    from memoryd.api.app import check_bind, check_port
 
     settings = Settings()
     if host:
@@ -74,6 +105,7 @@ def serve(
         settings.server.allow_remote_without_auth = True
     try:
         check_bind(settings)  # no keys: loopback only, unless explicitly allowed
+        check_port(settings)  # before the model loads, not a raw uvicorn error after
         application = create_app(settings)
     except MemorydError as exc:
         fail(exc)
@@ -93,7 +125,20 @@ pipelines.register(app)  # run, pipelines, rem-backfill, dream, commitments
 backup.register(app)  # backup, restore-backup, export, import
 workspace.register(app)
 wiki.register(app)  # wiki compile/search/get/apply/lint
+cache.register(app)  # cache clean
 
 
 def main() -> None:
-    app()
+    """The ``memoryd`` command. With ``--json``, a mistake in the command line itself
+    (an unknown option, a missing argument) is a JSON error too."""
+    if "--json" not in sys.argv[1:]:
+        app()
+        return
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # the command line's usage errors
+        shown = getattr(exc, "format_message", None)
+        message = shown() if callable(shown) else str(exc)
+        error_out(message, "see memoryd COMMAND --help", as_json=True)
+        sys.exit(getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)

@@ -16,6 +16,7 @@ stores the text as given).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -24,8 +25,10 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
+from rich import box
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from memoryd.cli.common import (
     AgentOpt,
@@ -35,14 +38,16 @@ from memoryd.cli.common import (
     console,
     err,
     fail,
+    print_fields,
     print_json,
+    progress_bar,
     usage,
 )
 from memoryd.client import MemoryClient
-from memoryd.errors import MemorydError
+from memoryd.errors import MemorydError, NotFoundError
 from memoryd.scope import Scope
 from memoryd.search.intent import category_name
-from memoryd.shapes import Deleted, FilterSpec, HistoryOut, HitOut, MemoryOut
+from memoryd.shapes import Deleted, EventOut, FilterSpec, HistoryOut, HitOut, MemoryOut
 
 UrlOpt = Annotated[
     str | None,
@@ -60,10 +65,19 @@ T = TypeVar("T")
 
 @contextmanager
 def backend(
-    url: str | None, key: str | None, user: str | None = None, agent: str | None = None
+    url: str | None,
+    key: str | None,
+    user: str | None = None,
+    agent: str | None = None,
+    *,
+    writes: bool = False,
 ) -> Iterator[Scope | MemoryClient]:
     """The scope of (user, agent) on the local store, or on the server at ``url``: the
-    same operations and answers either way. memoryd errors print and exit 2."""
+    same operations and answers either way. memoryd errors print and exit 2.
+
+    The default user rule, the same as HTTP's: with no ``user``, reads cover every
+    user the caller may see, and ``writes`` go to ``settings.default_user`` (the
+    server's own, with ``url``)."""
     from memoryd.access import LOCAL
     from memoryd.core import Memory
     from memoryd.settings import Settings
@@ -74,8 +88,10 @@ def backend(
         if url:
             chosen = MemoryClient(url, api_key=key, user_id=user, agent_id=agent)
         else:
-            memory = Memory(Settings())
-            chosen = memory.scope(LOCAL, user, agent, actor="cli")
+            settings = Settings()
+            memory = Memory(settings)
+            acting = settings.acting_user(user) if writes else user
+            chosen = memory.scope(LOCAL, acting, agent, actor="cli")
     except MemorydError as exc:
         fail(exc)
     try:
@@ -115,7 +131,29 @@ def _on_id(
         chosen = arg or opt
         if not chosen:
             usage("which memory? pass its id (memoryd get ID, or --id ID)")
-        return op(mem, chosen)
+        try:
+            return op(mem, chosen)
+        except NotFoundError as exc:
+            raise _not_found(mem, chosen, exc) from None
+
+
+def _not_found(mem: Scope | MemoryClient, memory_id: str, exc: NotFoundError) -> NotFoundError:
+    """``exc`` with the CLI's next step: a deleted memory says so and how to bring it
+    back; an unknown id, where to copy a whole id from."""
+    try:
+        events = mem.history(memory_id)
+    except MemorydError:
+        events = []
+    if events and events[-1].event == "DELETE":
+        return NotFoundError(
+            f"memory {memory_id} was deleted",
+            f"see it with `memoryd history {memory_id}`; "
+            f"bring it back with `memoryd restore {memory_id}`",
+        )
+    return NotFoundError(
+        exc.message,
+        "copy the whole id from `memoryd list` or `memoryd search` (add --user to narrow)",
+    )
 
 
 def _say(result: BaseModel, as_json: bool, line: str) -> None:
@@ -128,7 +166,7 @@ def _say(result: BaseModel, as_json: bool, line: str) -> None:
 
 def add(
     text: Annotated[str | None, typer.Argument(help="the text to remember")] = None,
-    user: UserOpt = "default",
+    user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
     text_opt: Annotated[str | None, typer.Option("--text", "-t", help="text (alternative)")] = None,
@@ -140,7 +178,8 @@ def add(
         typer.Option(
             "--lines",
             help="a file (- for stdin) whose every non-empty line is one memory, stored "
-            "in batches of limits.max_texts (1,000)",
+            "in batches of 100 lines (each one transaction); a progress bar on a terminal, "
+            "then a summary",
         ),
     ] = None,
     metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object")] = None,
@@ -151,6 +190,9 @@ def add(
     prompt: Annotated[
         str | None, typer.Option("--prompt", help="custom extraction prompt for this add")
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="--lines: one line per event, too")
+    ] = False,
     url: UrlOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -169,21 +211,24 @@ def add(
     meta = _json_arg(metadata, "--metadata", dict, '{"category": "decision"}') or {}
     if category:
         meta["category"] = category
-    with backend(url, key, user, agent) as mem:
+    with backend(url, key, user, agent, writes=True) as mem:
         if many is None:
             events = mem.add(
                 body, messages=msgs, run_id=run, metadata=meta or None, infer=infer,
                 prompt=prompt,
             )  # fmt: skip
-        else:  # in adds of at most limits.max_texts lines, each one transaction
+        else:  # in adds of LINES_PER_ADD lines (or limits.max_texts), each one transaction
             from memoryd.settings import Settings
 
-            step, events = Settings().limits.max_texts, []
-            for start in range(0, len(many), step):
-                chunk = many[start : start + step]
-                events += mem.add(
-                    texts=chunk, run_id=run, metadata=meta or None, infer=infer, prompt=prompt
-                )
+            step, events = min(LINES_PER_ADD, Settings().limits.max_texts), []
+            with progress_bar("adding lines", len(many), quiet=as_json) as advance:
+                for start in range(0, len(many), step):
+                    chunk = many[start : start + step]
+                    events += mem.add(
+                        texts=chunk, run_id=run, metadata=meta or None, infer=infer,
+                        prompt=prompt,
+                    )  # fmt: skip
+                    advance(len(chunk))
     if as_json:
         print_json({"results": [e.model_dump() for e in events]})
         return
@@ -193,8 +238,22 @@ def add(
             "To store it as given, add --no-infer."
         )
         raise typer.Exit(code=1)
-    for e in events:
-        console.print(f"[bold]{e.event}[/bold] {e.id}  {escape(e.memory)}")
+    if many is None or verbose:
+        for e in events:
+            console.print(f"[bold]{e.event}[/bold] {e.id}  {escape(e.memory)}", highlight=False)
+    if many is not None:
+        console.print(f"{len(many)} lines: {event_counts(events)}", highlight=False)
+
+
+LINES_PER_ADD = 100  # --lines: one add (one model run, one transaction) per this many lines
+
+
+def event_counts(events: list[EventOut]) -> str:
+    """``ADD 2990, NONE 10``: how many events of each kind, in a fixed order."""
+    counts = Counter(e.event for e in events)
+    order = ["ADD", "UPDATE", "DELETE", "NONE"]
+    kinds = order + sorted(k for k in counts if k not in order)
+    return ", ".join(f"{k} {counts[k]}" for k in kinds if counts[k]) or "nothing stored"
 
 
 def _lines(path: Path) -> list[str]:
@@ -213,7 +272,7 @@ def _lines(path: Path) -> list[str]:
 
 def search(
     query: Annotated[str | None, typer.Argument(help="what to look for")] = None,
-    user: UserOpt = "default",
+    user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
     query_opt: Annotated[
@@ -304,23 +363,35 @@ def search(
         console.print(
             f"[dim]intent ({intent.source}): {where}; query: {escape(intent.query)}[/dim]"
         )
-    table = Table("score", "type", "vector", "keyword", "decay", "memory", "id / source")
+    table = _table()
+    table.add_column("score", no_wrap=True)
+    parts = console.width >= WIDE  # the score's parts, when there is room for them
+    if parts:
+        for name in ("vector", "keyword", "decay"):
+            table.add_column(name, no_wrap=True)
+    table.add_column("type", no_wrap=True)
+    table.add_column("memory", ratio=1, min_width=20)
+    table.add_column("id / source", no_wrap=True)  # whole: get, history, delete take it
     for h in hits:
         decay_part = h.parts.get("decay")
-        table.add_row(
-            f"{h.score:.3f}",
-            h.memory_type,
-            f"{h.parts.get('vector', 0):.3f}",
-            f"{h.parts.get('keyword', 0):.3f}",
-            "" if decay_part is None else f"{decay_part:.2f}",
+        cells = [f"{h.score:.3f}"]
+        if parts:
+            cells += [
+                f"{h.parts.get('vector', 0):.3f}",
+                f"{h.parts.get('keyword', 0):.3f}",
+                "" if decay_part is None else f"{decay_part:.2f}",
+            ]
+        cells += [
+            _tier(h.memory_type),
             f"[dim]({h.state})[/dim] {escape(h.memory)}" if h.state else escape(h.memory),
-            h.citation or h.id,
-        )
+            escape(h.citation or h.id),
+        ]
+        table.add_row(*cells)
     console.print(table if hits else "[dim]no memories matched[/dim]")
 
 
 def list_(
-    user: UserOpt = "default",
+    user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
@@ -338,19 +409,35 @@ def list_(
     if as_json:
         print_json(page.model_dump())
         return
-    table = Table("created", "type", "category", "memory")
-    # ids are never cut short: get, history and delete need them whole
-    table.add_column("id", no_wrap=True, overflow="fold", min_width=36)
+    table = _table()
+    table.add_column("id", no_wrap=True)  # whole: get, history and delete take it
+    table.add_column("created", no_wrap=True)
+    wide = console.width >= WIDE
+    if wide:
+        table.add_column("type", no_wrap=True)
+        table.add_column("category", no_wrap=True, max_width=16, overflow="ellipsis")
+    table.add_column("memory", ratio=1)
     for r in page.results:
-        table.add_row(
-            r.created_at[:16].replace("T", " "),
-            r.memory_type,
-            escape(r.category or ""),
-            escape(r.memory),
-            r.id,
-        )
+        cells = [r.id, r.created_at[:16].replace("T", " ")]
+        if wide:
+            cells += [_tier(r.memory_type), escape(r.category or "")]
+        # one line per memory, cut with an ellipsis (`memoryd get ID` shows it whole)
+        table.add_row(*cells, Text(r.memory, no_wrap=True, overflow="ellipsis"))
     console.print(table)
     console.print(f"[dim]{len(page.results)} of {page.total}[/dim]")
+
+
+WIDE = 120  # columns from which tables show their secondary columns
+
+
+def _table() -> Table:
+    """A table that fits the terminal: no side borders, so the text gets the room."""
+    return Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+
+
+def _tier(memory_type: str) -> str:
+    """``long`` for ``long_term``: the tier in a narrow column."""
+    return memory_type.removesuffix("_term")
 
 
 def update(
@@ -397,18 +484,21 @@ def _show_memory(record: MemoryOut, as_json: bool) -> None:
     if as_json:
         print_json(fields)
         return
-    for name, value in fields.items():
-        console.print(f"[bold]{name}[/bold]: {escape(str(value))}")
+    print_fields(fields)
 
 
 def _show_history(entries: list[HistoryOut], as_json: bool) -> None:
     if as_json:
         print_json({"results": [e.model_dump() for e in entries]})
         return
-    table = Table("when", "event", "old", "new", "by", "why")
+    table = _table()
+    table.add_column("when", no_wrap=True)
+    table.add_column("event", no_wrap=True)
+    for name in ("old", "new", "by", "why"):
+        table.add_column(name, ratio=1 if name in ("old", "new") else None)
     for e in entries:
         table.add_row(
-            e.created_at[:19],
+            e.created_at[:19].replace("T", " "),
             e.event,
             escape(e.old_memory or ""),
             escape(e.new_memory or ""),
@@ -446,7 +536,7 @@ history = _by_id(
 
 def import_transcript(
     path: Annotated[str, typer.Argument(help="a JSON-lines transcript, or - for stdin")],
-    user: UserOpt = "default",
+    user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
     session: Annotated[
@@ -480,17 +570,23 @@ def import_transcript(
         usage(f"{path} has no user or assistant messages to import")
     name = session or transcript.session or (Path(path).stem if path != "-" else None)
     added = same = 0
-    with backend(url, key, user, agent) as mem:
-        for start in range(0, len(transcript.messages), batch):
+    total = len(transcript.messages)
+    with (
+        backend(url, key, user, agent, writes=True) as mem,
+        progress_bar("importing messages", total, quiet=as_json) as advance,
+    ):
+        for start in range(0, total, batch):
+            chunk = transcript.messages[start : start + batch]
             events = mem.add(
                 None,
-                messages=transcript.messages[start : start + batch],
+                messages=chunk,
                 run_id=run,
                 metadata={"session": name} if name else None,
                 infer=False,
             )
             added += sum(1 for e in events if e.event == "ADD")
             same += sum(1 for e in events if e.event == "NONE")
+            advance(len(chunk))
     summary = {
         "messages": len(transcript.messages),
         "added": added,

@@ -21,6 +21,7 @@ from memoryd.cli.common import (
     agent_files,
     console,
     err,
+    known_agent,
     open_memory,
     print_json,
 )
@@ -81,7 +82,7 @@ def index(
     reports: list[IndexReport] = []
     with open_memory() as mem:
         op = Operator(mem)
-        agents = [agent] if agent else op.agents()
+        agents = [known_agent(mem, agent)] if agent else op.agents()
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

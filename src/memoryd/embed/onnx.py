@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +85,9 @@ class OnnxEmbedder:
         self._counter = Tokenizer.from_file(str(tok_path))  # no truncation: for sizing
         self._counter.no_truncation()
         self._counter.no_padding()
-        self._session = _session(onnx_path, config.threads or min(4, os.cpu_count() or 1))
+        self._session = _session(
+            onnx_path, config.threads or min(4, os.cpu_count() or 1), config.cache_dir
+        )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._session.get_outputs()[0].shape[-1])
         # concurrent callers (HTTP requests, pipelines) share batches of the one session
@@ -163,15 +168,16 @@ def length_groups(lengths: Sequence[int]) -> list[list[int]]:
     return groups
 
 
-def _session(onnx_path: Path, threads: int) -> Any:
+def _session(onnx_path: Path, threads: int, cache_dir: Path | None = None) -> Any:
     """An onnxruntime session for ``onnx_path``, built from a cached optimised copy.
 
     Optimising the graph is most of what opening a model costs (the bundled
     model's int8 weights are expanded and fused: ~0.8 s of every process start).
-    The first process saves the portable (``EXTENDED``) optimised graph under
-    ``$XDG_CACHE_HOME/memoryd/onnx/``, keyed by the model file and the
-    onnxruntime version; later ones load that (~0.3 s). A cache that cannot be
-    written or read is skipped, never an error."""
+    The first process saves the portable (``EXTENDED``) optimised graph (~90 MB)
+    in ``cache_dir`` (:func:`model_cache_dir`), keyed by the model file and the
+    onnxruntime version; later ones load that (~0.3 s). Writing a new one removes
+    the stale ones (:func:`clean_cache`). A cache that cannot be written or read
+    is skipped, never an error."""
     import onnxruntime as ort
 
     def options(level: Any, save_to: Path | None = None) -> Any:
@@ -185,10 +191,13 @@ def _session(onnx_path: Path, threads: int) -> Any:
 
     providers = ["CPUExecutionProvider"]
     best = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    cached = _cache_path(onnx_path, ort.__version__)
+    cached = _cache_path(onnx_path, ort.__version__, cache_dir)
     if cached is not None and cached.is_file():
         try:
-            return ort.InferenceSession(str(cached), options(best), providers=providers)
+            session = ort.InferenceSession(str(cached), options(best), providers=providers)
+            if not cached.with_suffix(".json").is_file():  # an older memoryd's: note it
+                _describe(cached, onnx_path, ort.__version__)
+            return session
         except Exception as exc:  # a damaged cache: rebuild it
             log.warning("ignoring the cached ONNX graph %s: %s", cached, exc)
             cached.unlink(missing_ok=True)
@@ -199,6 +208,8 @@ def _session(onnx_path: Path, threads: int) -> Any:
             extended = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
             ort.InferenceSession(str(onnx_path), options(extended, tmp), providers=providers)
             os.replace(tmp, cached)
+            _describe(cached, onnx_path, ort.__version__)
+            clean_cache(cached.parent, keep=cached)
             return ort.InferenceSession(str(cached), options(best), providers=providers)
         except Exception as exc:  # read-only home, full disk: open the model as it is
             log.debug("not caching the optimised ONNX graph (%s)", exc)
@@ -206,15 +217,129 @@ def _session(onnx_path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(onnx_path), options(best), providers=providers)
 
 
-def _cache_path(onnx_path: Path, version: str) -> Path | None:
+def model_cache_dir(cache_dir: Path | None = None) -> Path | None:
+    """Where optimised graphs are cached: ``cache_dir`` (``embed.onnx.cache_dir``, which
+    Settings sets to ``$MEMORYD_HOME/cache/onnx`` unless ``XDG_CACHE_HOME`` is set), else
+    ``$XDG_CACHE_HOME/memoryd/onnx``; None: no cache."""
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg) / "memoryd" / "onnx" if xdg else None
+
+
+def current_cache_file(config: OnnxEmbedSettings) -> Path | None:
+    """The cached graph the configured model opens from (it may not exist yet)."""
+    import onnxruntime as ort
+
+    onnx_path = (
+        default_model_files()[0]
+        if config.model_dir is None
+        else model_files(Path(config.model_dir).expanduser())[0]
+    )
+    return _cache_path(onnx_path, ort.__version__, config.cache_dir)
+
+
+LEGACY_CACHE_DIR = Path("~/.cache/memoryd/onnx")  # where memoryd before 0.2 kept them
+
+
+def _cache_path(onnx_path: Path, version: str, cache_dir: Path | None = None) -> Path | None:
+    where = model_cache_dir(cache_dir)
+    if where is None:
+        return None
     try:
         st = onnx_path.stat()
     except OSError:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     key = f"{onnx_path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{version}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:24]
-    return Path(base) / "memoryd" / "onnx" / f"{digest}.onnx"
+    return where / f"{digest}.onnx"
+
+
+def _describe(cached: Path, onnx_path: Path, version: str) -> None:
+    """A note beside ``cached`` saying what it was built from, so a later clean can tell
+    whether it is stale (the model changed or moved, another onnxruntime)."""
+    st = onnx_path.stat()
+    note = {
+        "model": str(onnx_path.resolve()),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "onnxruntime": version,
+    }
+    cached.with_suffix(".json").write_text(json.dumps(note), encoding="utf-8")
+
+
+def _stale(cached: Path, version: str) -> bool:
+    """Whether ``cached`` can no longer be used: no note (an older memoryd's), its model
+    file gone or changed, or built by another onnxruntime than this one."""
+    try:
+        note = json.loads(cached.with_suffix(".json").read_text(encoding="utf-8"))
+        st = Path(note["model"]).stat()
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+    return bool(
+        st.st_size != note.get("size")
+        or st.st_mtime_ns != note.get("mtime_ns")
+        or note.get("onnxruntime") != version
+    )
+
+
+@dataclass
+class CacheReport:
+    """What :func:`clean_cache` removed (or would), and what it kept."""
+
+    removed: list[Path] = field(default_factory=list)
+    kept: list[Path] = field(default_factory=list)
+    freed_bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "removed": [str(p) for p in self.removed],
+            "kept": [str(p) for p in self.kept],
+            "freed_bytes": self.freed_bytes,
+        }
+
+
+def clean_cache(
+    directory: Path,
+    *,
+    keep: Path | None = None,
+    everything: bool = False,
+    dry_run: bool = False,
+    min_age_s: float = 3600.0,
+) -> CacheReport:
+    """Remove the stale optimised graphs in ``directory`` (:func:`_stale`; all of them
+    with ``everything``), never ``keep``. A graph or temporary file younger than
+    ``min_age_s`` without a note may be another process's, being written: left alone."""
+    import onnxruntime as ort
+
+    report = CacheReport()
+    if not directory.is_dir():
+        return report
+    now = time.time()
+    for path in sorted(directory.iterdir()):
+        if path.suffix == ".json" or not path.is_file() or path == keep:
+            continue
+        if path.suffix not in (".onnx", ".tmp"):
+            continue
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        young = now - st.st_mtime < min_age_s
+        has_note = path.with_suffix(".json").is_file()
+        if path.suffix == ".tmp" or not has_note:
+            stale = not young
+        else:
+            stale = _stale(path, ort.__version__)
+        if not (everything or stale):
+            report.kept.append(path)
+            continue
+        report.removed.append(path)
+        report.freed_bytes += st.st_size
+        if not dry_run:
+            path.unlink(missing_ok=True)
+            path.with_suffix(".json").unlink(missing_ok=True)
+    return report
 
 
 def _factory(settings: EmbedSettings) -> OnnxEmbedder:
