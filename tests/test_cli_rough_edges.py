@@ -208,3 +208,34 @@ def test_serve_on_a_busy_port_says_so_before_starting(run) -> None:  # type: ign
     assert code == 2
     assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in out
     assert f"--port {port + 1}" in out
+
+
+def test_long_work_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    """stderr on a real pseudo-terminal: the bar is drawn there; stdout (a pipe) gets
+    the summary alone."""
+    import pty
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"line number {n}\n" for n in range(150)))
+    env = {**os.environ, "MEMORYD_HOME": str(tmp_path / "home"), "COLUMNS": "100"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    main, secondary = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "memoryd.cli", "add", "--lines", str(lines), "--no-infer"],
+        stdout=subprocess.PIPE, stderr=secondary, env=env, text=True,
+    ) as proc:  # fmt: skip
+        os.close(secondary)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        out = proc.stdout.read() if proc.stdout else ""
+    os.close(main)
+    assert proc.returncode == 0
+    assert out == "150 lines: ADD 150\n"
+    assert b"adding lines" in drawn and b"150/150" in drawn
