@@ -20,7 +20,7 @@ from memoryd.errors import ReadOnlyError
 from memoryd.models import Filters, Origin, State
 from memoryd.settings import Settings
 from memoryd.workspace.indexer import index_workspace
-from tests.test_ui_pages import form_token
+from tests.test_ui_pages import cookie_token
 from tests.test_workspace_support import make_workspace
 
 
@@ -56,7 +56,7 @@ def test_http_and_dashboard_refuse_with_409(memory: Memory, tmp_path: Path, live
         delete = httpx.delete(f"{server.url}/memory/{cid}")
         mem0 = httpx.put(f"{server.url}/memories/{cid}", json={"text": "rewritten"})
         with httpx.Client(base_url=server.url) as browser:
-            csrf = form_token(browser, f"/ui/memory/{cid}")
+            csrf = cookie_token(browser, f"/ui/memory/{cid}")  # no form offered
             form = {"text": "rewritten", "csrf": csrf}
             edit = browser.post(f"/ui/memory/{cid}/edit", data=form)
             ui_delete = browser.post(f"/ui/memory/{cid}/delete", data={"csrf": csrf})

@@ -114,7 +114,6 @@ def test_unknown_agents_are_refused_by_every_workspace_command(  # type: ignore[
         ["wiki", "compile", "-a", "typo"],
         ["index", "--agent", "typo"],
         ["context", "--agent", "typo"],
-        ["run", "digest", "--agent", "typo"],
         ["session-end", "--agent", "typo"],
     ):
         code, out = run(*args)

@@ -32,7 +32,7 @@ from memoryd.settings import ApiKey, Settings
 from memoryd.shapes import FilterSpec
 from memoryd.workspace.indexer import index_workspace
 from tests.mcp_client import McpSession
-from tests.test_ui_pages import form_token
+from tests.test_ui_pages import cookie_token
 from tests.test_workspace_support import make_workspace
 
 DEV_ONLY = Principal(name="dev-key", users=["alice"], agents=["dev"])
@@ -275,7 +275,7 @@ def test_no_face_edits_a_file_chunk(served: tuple[Any, Memory, str]) -> None:
     cli = CliRunner().invoke(app, ["update", chunk, "--text", "rewritten"])
     remote = CliRunner().invoke(app, ["delete", chunk, "--url", server.url])
     with httpx.Client(base_url=server.url) as browser:
-        csrf = form_token(browser, f"/ui/memory/{chunk}")
+        csrf = cookie_token(browser, f"/ui/memory/{chunk}")  # no form offered
         ui = browser.post(f"/ui/memory/{chunk}/edit", data={"text": "rewritten", "csrf": csrf})
     for r in (put, delete):
         assert r.status_code == 409 and r.json()["error"] == "ReadOnlyError", r.text

@@ -303,6 +303,7 @@ def test_a_deeply_nested_openclaw_json_does_not_crash_status_or_context(
     openclaw.mkdir()
     (openclaw / "openclaw.json").write_text('{"agents": ' + DEEP + "}")
     monkeypatch.setenv("MEMORYD_WORKSPACE__OPENCLAW_DIR", str(openclaw))
+    (tmp_path / "home" / "workspaces" / "main").mkdir(parents=True)  # a known agent
     for args in (["status"], ["context", "--agent", "main"]):
         result = CliRunner().invoke(cli_app, args)
         assert not isinstance(result.exception, RecursionError), (args, result.output)

@@ -250,7 +250,7 @@ def test_list_get_update_history_delete_restore(api: httpx.Client, clock) -> Non
 
 def test_errors_are_named_and_say_what_to_do(api: httpx.Client) -> None:
     cases = [
-        api.post("/memory/add", json={"text": "x"}),  # no user_id
+        api.post("/memory/add", json={"text": "x", "user_id": ""}),  # an empty user_id
         api.post("/memory/add", json={"user_id": "boss"}),  # no text
         api.post("/memory/add", json={"user_id": "../etc", "text": "x"}),
         api.post("/memory/search", json={"query": "x", "top_k": 500}),

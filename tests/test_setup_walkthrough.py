@@ -181,7 +181,18 @@ def test_claude_code_and_openclaw_share_lessons_through_one_memoryd(machine) -> 
 
         # the skill's CLI search from the OpenClaw side sees the same shared pool
         cli = json.loads(
-            run(env, project, "search", "--agent", "main", "--query", "deploy the API", "--json")
+            run(
+                env,
+                project,
+                "search",
+                "--user",
+                "default",
+                "--agent",
+                "main",
+                "--query",
+                "deploy the API",
+                "--json",
+            )  # as SKILL.md says it
         )
         assert recipe in {h["id"] for h in cli["results"]}
 

@@ -327,6 +327,16 @@ def form_token(client: httpx.Client, path: str) -> str:
     return match.group(1)
 
 
+def cookie_token(client: httpx.Client, path: str) -> str:
+    """Open a dashboard page that offers no form (a read-only chunk's) and return the
+    token a form would carry: its ``memoryd_csrf`` cookie (what a crafted post sends)."""
+    page = client.get(path)
+    assert page.status_code == 200 and 'name="csrf"' not in page.text, (path, page.text[:300])
+    token = client.cookies.get("memoryd_csrf")
+    assert token, path
+    return str(token)
+
+
 # -- pages for an open (no keys) server ------------------------------------------------------------
 def test_every_page_renders_with_seeded_data(memory: Memory, seeded: Seeded, live_server) -> None:  # type: ignore[no-untyped-def]
     with live_server(create_app(memory=memory)) as server:

@@ -586,7 +586,7 @@ class Settings(BaseSettings):
 
     def acting_user(self, user_id: str | None) -> str:
         """The user a write acts for: the one named, else ``default_user``."""
-        return user_id or self.default_user
+        return self.default_user if user_id is None else user_id
 
     @property
     def store_url(self) -> str:

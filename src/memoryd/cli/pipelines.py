@@ -23,7 +23,6 @@ from memoryd.cli.common import (
     command_group,
     console,
     err,
-    known_agent,
     open_memory,
     print_json,
 )
@@ -55,8 +54,6 @@ def run_command(
 ) -> None:
     """Run one pipeline now (it takes the same lock as the scheduler and is recorded)."""
     with open_memory() as mem:
-        if agent is not None:
-            known_agent(mem, agent)
         record = Operator(mem).run_pipeline(name, agent=agent, dry_run=dry_run)
     if as_json:
         print_json(record.to_dict())
