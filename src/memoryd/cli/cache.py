@@ -19,7 +19,11 @@ def register(app: typer.Typer) -> None:
     app.add_typer(cache_app, name="cache")
 
 
-@cache_app.command("clean")
+@cache_app.command(
+    "clean",
+    help="Remove stale optimised model graphs (another onnxruntime's, a changed or moved "
+    "model's, an older memoryd's).",
+)
 def clean_command(
     everything: Annotated[
         bool, typer.Option("--all", help="also the current model's graph (rebuilt on next use)")
@@ -27,8 +31,7 @@ def clean_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list; remove nothing")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remove stale optimised model graphs: another onnxruntime's, a changed or moved
-    model's, an older memoryd's."""
+    """Remove the stale graphs; see ``help`` above (one line in ``--help``)."""
     from memoryd.embed.onnx import (
         LEGACY_CACHE_DIR,
         CacheReport,

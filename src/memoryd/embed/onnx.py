@@ -317,7 +317,10 @@ def clean_cache(
         return report
     now = time.time()
     for path in sorted(directory.iterdir()):
-        if path.suffix == ".json" or not path.is_file() or path == keep:
+        if path.suffix == ".json" or not path.is_file():
+            continue
+        if path == keep:
+            report.kept.append(path)
             continue
         if path.suffix not in (".onnx", ".tmp"):
             continue
