@@ -40,6 +40,7 @@ def _store_params() -> list[str]:
 #: MEMORYD_TEST_PG=all runs every store-backed test on both stores (about 2x longer).
 PG_MODULES = (
     "test_store_contract",
+    "test_filters",  # mem0's filter language, compiled per SQL dialect
     "test_memory",
     "test_api",
     "test_service_",

@@ -167,7 +167,13 @@ class MemoryClient:
         spec = args["filters"] or FilterSpec()
         categories = [c for c in [spec.category, *(spec.categories or [])] if c]
         origins = [o for o in [spec.origin, *(spec.origins or [])] if o]
-        if len(categories) > 1 or len(origins) > 1 or spec.created_after or spec.created_before:
+        if (
+            len(categories) > 1
+            or len(origins) > 1
+            or spec.created_after
+            or spec.created_before
+            or spec.where
+        ):
             raise InvalidInputError(
                 "GET /memory/list filters by one category, one origin and a memory_type",
                 "list one category at a time, or use search for the other filters",
@@ -179,6 +185,7 @@ class MemoryClient:
             memory_type=spec.memory_type,
             limit=args["limit"],
             offset=args["offset"],
+            include_turns=args["include_turns"] or None,
         )
         page = self._call("GET", "/memory/list", params=params)
         return PageOut.model_validate(page)

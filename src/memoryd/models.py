@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memoryd.filters import FilterNode
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -171,6 +173,12 @@ class Filters(BaseModel):
     ids: list[str] | None = None  # only these memories
     long_term_only: bool = False  # run_id IS NULL
     short_term_only: bool = False  # run_id IS NOT NULL
+    # mem0's filter language (memoryd.filters), compiled to SQL by the store, ANDed
+    # with the fields above (the scope): it narrows, never widens
+    where: FilterNode | None = None
+    # a conversation's turns stored as evidence beside the facts extracted from it
+    # (metadata evidence_turn): lists leave them out, searches keep them
+    evidence_turns: bool = True
 
 
 class ScoreParts(BaseModel):

@@ -18,14 +18,35 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializationInfo, field_validator, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    field_validator,
+    model_serializer,
+)
 
 from memoryd.errors import InvalidInputError
+from memoryd.filters import FilterError
+from memoryd.filters import parse as parse_filters
 from memoryd.models import Filters, HistoryEntry, MemoryEvent, MemoryRecord, Origin, SearchHit
 from memoryd.models import State as RecordState
 from memoryd.search.tiers import LONG_TERM, SHARED, SHORT_TERM, memory_type
 
 MemoryType = Literal["long_term", "short_term", "shared"]
+#: memoryd's own filter names, which a mem0 ``filters`` object may use beside mem0's
+_OWN_FILTERS = frozenset(
+    {
+        "category",
+        "origin",
+        "origins",
+        "memory_type",
+        "created_after",
+        "created_before",
+        "source_path",
+    }
+)
 
 
 def snippet(text: str, limit: int = 700) -> str:
@@ -79,6 +100,23 @@ class FilterSpec(BaseModel):
     created_after: datetime | None = None
     created_before: datetime | None = None
     source_path: str | None = None
+    where: dict[str, Any] | None = Field(
+        default=None,
+        description='mem0\'s filter language, e.g. {"AND": [{"user_id": "alice"}, '
+        '{"created_at": {"gte": "2026-01-01"}}]} (README: "Filters")',
+    )
+
+    @classmethod
+    def from_mem0(cls, raw: dict[str, Any] | None) -> FilterSpec | None:
+        """A mem0 ``filters`` object: memoryd's own filter names (category, origin,
+        memory_type, created_after...) as they are, every other key in mem0's language."""
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            raise FilterError("filters must be a JSON object", 'write e.g. {"user_id": "alice"}')
+        own = {k: v for k, v in raw.items() if k in _OWN_FILTERS}
+        rest = {k: v for k, v in raw.items() if k not in _OWN_FILTERS}
+        return cls.model_validate({**own, "where": rest or None})
 
     @field_validator("created_after", "created_before")
     @classmethod
@@ -105,6 +143,7 @@ class FilterSpec(BaseModel):
             "created_after": self.created_after,
             "created_before": self.created_before,
             "source_path": self.source_path,
+            "where": parse_filters(self.where),
         }
         if self.memory_type == LONG_TERM:
             update["long_term_only"] = True

@@ -22,6 +22,7 @@ unreachable, and wiped every user when reached).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal, TypeVar
@@ -35,6 +36,7 @@ from memoryd.api.auth import Principal, principal
 from memoryd.conversation import parse_time
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError
+from memoryd.filters import FilterError
 from memoryd.models import MemoryRecord
 from memoryd.scope import Scope
 from memoryd.shapes import EventOut, FilterSpec, HistoryOut, HitOut, MemoryOut
@@ -51,6 +53,10 @@ _MESSAGES_DOC = (
     "message is stored as one turn indexed with its speaker, time and previous turn"
 )
 _TIMESTAMP_DOC = "when the text or conversation happened (ISO 8601 or Unix seconds)"
+_TURNS_DOC = (
+    "also the turns of conversations added with inference, kept as the evidence of the "
+    "facts extracted from them (searchable; left out of lists by default)"
+)
 
 
 class AddRequest(BaseModel):
@@ -131,7 +137,12 @@ class Mem0SearchRequest(BaseModel):
     limit: int | None = None
     top_k: int | None = None
     threshold: float | None = None
-    filters: FilterSpec | None = None
+    filters: dict[str, Any] | None = Field(
+        None,
+        description='mem0\'s filter language: {"user_id": "alice"}, {"project": "orion"}, '
+        '{"AND": [...]}, {"created_at": {"gte": "2026-01-01"}} (README: "Filters"); '
+        "memoryd's own filter names (category, origin, memory_type...) work too",
+    )
 
 
 class Mem0UpdateRequest(BaseModel):
@@ -371,6 +382,7 @@ async def memory_list(
     memory_type: Literal["long_term", "short_term", "shared"] | None = None,
     limit: int = Query(100, ge=1, le=10_000),
     offset: int = Query(0, ge=0, le=2**62),  # SQLite integers are 64-bit
+    include_turns: bool = Query(False, description=_TURNS_DOC),
     p: Principal = Depends(principal),
 ) -> ListAnswer:
     """Memories in a scope, newest first, with the total for paging."""
@@ -382,6 +394,7 @@ async def memory_list(
         filters=spec,
         limit=limit,
         offset=offset,
+        include_turns=include_turns,
     )
     audit.note(request, count=len(page.results))
     return ListAnswer(results=page.results, total=page.total, limit=limit, offset=offset)
@@ -501,13 +514,37 @@ async def mem0_list(
     agent_id: str | None = None,
     run_id: str | None = None,
     limit: int = Query(100, ge=1, le=10_000),
+    filters: str | None = Query(
+        None, description='mem0\'s filter language as JSON, e.g. {"project": "orion"}'
+    ),
+    include_turns: bool = Query(False, description=_TURNS_DOC),
     p: Principal = Depends(principal),
 ) -> Mem0Memories:
     """mem0's ``GET /memories``: ``{"results": [memories]}``."""
-    page = await memory_list(
-        request, user_id, agent_id, run_id, None, None, None, limit=limit, offset=0, p=p
+    audit.note(request, op="list", user_id=user_id, agent_id=agent_id, run_id=run_id)
+    page = await _run(
+        _scope(request, p, user_id, agent_id).list,
+        run_id=run_id,
+        filters=FilterSpec.from_mem0(_json_filters(filters)),
+        limit=limit,
+        include_turns=include_turns,
     )
+    audit.note(request, count=len(page.results))
     return Mem0Memories(results=page.results)
+
+
+def _json_filters(text: str | None) -> dict[str, Any] | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise FilterError(
+            "filters is not JSON", 'send filters={"user_id": "alice"} (URL-encoded JSON)'
+        ) from None
+    if not isinstance(value, dict):
+        raise FilterError("filters must be a JSON object", 'send filters={"user_id": "alice"}')
+    return value
 
 
 @router.post("/search", tags=["mem0"], response_model=Mem0Hits)
@@ -522,7 +559,7 @@ async def mem0_search(
         run_id=body.run_id,
         top_k=body.top_k or body.limit or 5,
         min_score=body.threshold,
-        filters=body.filters,
+        filters=FilterSpec.from_mem0(body.filters),
     )
     found = await memory_search(converted, request, p)
     return Mem0Hits(results=found.results)

@@ -43,6 +43,7 @@ from memoryd.search.entities import names_of
 from memoryd.search.text import query_words, words
 from memoryd.settings import PostgresStoreSettings, StoreSettings
 from memoryd.store import Store, register_store, sql
+from memoryd.store.filter_sql import PostgresFilterSQL
 from memoryd.store.sql import Connection, Dialect, SQLStore
 
 if TYPE_CHECKING:
@@ -138,6 +139,7 @@ DIALECT = Dialect(
     serial_key="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     time_type="TIMESTAMPTZ",
     bytes_type="BYTEA",
+    filter_sql=PostgresFilterSQL,
 )
 
 

@@ -36,6 +36,7 @@ from memoryd.models import (
     content_hash,
     utcnow,
 )
+from memoryd.store.filter_sql import FilterSQL
 
 #: A memory row as records are read and written (``SQLStore._record``, ``_values``).
 COLUMNS = (
@@ -84,6 +85,7 @@ class Dialect:
     serial_key: str  # the type of an integer key numbered by the database
     time_type: str  # the type of a timestamp column
     bytes_type: str  # the type of a byte-string column
+    filter_sql: type[FilterSQL]  # mem0's filter language (Filters.where) as SQL
 
     def marks(self, n: int) -> str:
         return ", ".join([self.mark] * n)
@@ -135,6 +137,13 @@ class Dialect:
         if f.created_before is not None:
             clauses.append(f"created_at < {m}")
             params.append(self.time_in(f.created_before))
+        compiler = self.filter_sql(self.is_in, self.time_in)
+        if not f.evidence_turns:
+            clauses.append(compiler.negate(f"(origin = 'turn' AND {compiler.evidence_turn()})"))
+        if f.where is not None:
+            clause, values = compiler.compile(f.where)
+            clauses.append(clause)
+            params.extend(values)
         return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 

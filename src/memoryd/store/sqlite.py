@@ -41,6 +41,7 @@ from memoryd.search import turns
 from memoryd.search.text import keyword_terms
 from memoryd.settings import StoreSettings
 from memoryd.store import register_store, snapshot, sql
+from memoryd.store.filter_sql import SQLiteFilterSQL
 from memoryd.store.sql import Connection, Dialect, SQLStore
 from memoryd.store.vectors import VectorIndex, headroom
 
@@ -190,6 +191,7 @@ DIALECT = Dialect(
     serial_key="INTEGER PRIMARY KEY AUTOINCREMENT",
     time_type="REAL",
     bytes_type="BLOB",
+    filter_sql=SQLiteFilterSQL,
 )
 
 
@@ -436,7 +438,12 @@ class SQLiteStore(SQLStore):
 
     def _mask(self, index: VectorIndex, filters: Filters) -> np.ndarray:
         mask = index.mask(filters)
-        if filters.source_path is not None or filters.ids is not None:
+        if (
+            filters.source_path is not None
+            or filters.ids is not None
+            or filters.where is not None
+            or not filters.evidence_turns
+        ):  # what the index's columns cannot say: the rows SQL admits
             mask &= index.mask_ids(set(self._ids_where(filters)))
         return mask
 

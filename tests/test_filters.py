@@ -1,0 +1,176 @@
+"""mem0's filter language (memoryd.filters), compiled to SQL by each store.
+
+The same expressions run on SQLite and, with MEMORYD_TEST_PG=1, on PostgreSQL
+(``store`` is parametrised by conftest), through the store's list, count, vector
+and keyword search: the filter is evaluated in the database, never over a page.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memoryd.filters import FilterError, parse
+from memoryd.models import Filters, MemoryRecord, Origin
+from memoryd.store import Store
+
+DAY = datetime(2026, 1, 1, tzinfo=UTC)
+
+#: name -> (user, agent, run, category, metadata, day of January, updated day)
+ROWS: dict[str, tuple[str, str | None, str | None, str | None, dict[str, Any], int]] = {
+    "a1": ("alice", "bot", None, "work", {"project": "orion", "priority": 5, "tags": ["Red", "blue"]}, 1),
+    "a2": ("alice", None, "2026-01-04", None, {"project": "Apollo", "priority": 2.5, "done": True}, 4),
+    "a3": ("alice", "helper", None, "travel", {"project": "orion", "app_id": "crm", "priority": "5"}, 7),
+    "b1": ("bob", "bot", None, "work", {"priority": 9, "done": False, "note": None}, 10),
+    "b2": ("bob", None, None, "Travel", {"tags": ["green"], "app_id": "web"}, 13),
+    "c1": ("carol", "bot", "2026-01-16", None, {}, 16),
+}  # fmt: skip
+
+#: expression -> the rows it admits
+CASES: list[tuple[dict[str, Any], set[str]]] = [
+    ({"user_id": "alice"}, {"a1", "a2", "a3"}),
+    ({"user_id": {"eq": "bob"}}, {"b1", "b2"}),
+    ({"user_id": {"ne": "alice"}}, {"b1", "b2", "c1"}),
+    ({"user_id": ["alice", "carol"]}, {"a1", "a2", "a3", "c1"}),
+    ({"user_id": {"in": ["bob"]}}, {"b1", "b2"}),
+    ({"user_id": {"nin": ["alice", "bob"]}}, {"c1"}),
+    ({"user_id": {"contains": "o"}}, {"b1", "b2", "c1"}),
+    ({"user_id": {"icontains": "ALI"}}, {"a1", "a2", "a3"}),
+    ({"agent_id": "*"}, {"a1", "a3", "b1", "c1"}),
+    ({"agent_id": {"ne": "bot"}}, {"a2", "a3", "b2"}),  # no agent is "not bot"
+    ({"NOT": [{"agent_id": "bot"}]}, {"a2", "a3", "b2"}),  # NOT of a NULL column matches
+    ({"agent_id": {"nin": ["bot"]}}, {"a2", "a3", "b2"}),
+    ({"run_id": "*"}, {"a2", "c1"}),
+    ({"AND": [{"user_id": "alice"}, {"agent_id": "bot"}]}, {"a1"}),
+    ({"OR": [{"user_id": "carol"}, {"agent_id": "helper"}]}, {"a3", "c1"}),
+    ({"user_id": "alice", "agent_id": "*"}, {"a1", "a3"}),  # several keys: AND
+    ({"NOT": [{"user_id": "alice"}, {"agent_id": "bot"}]}, {"a2", "a3", "b1", "b2", "c1"}),
+    ({"created_at": {"gte": "2026-01-07"}}, {"a3", "b1", "b2", "c1"}),
+    ({"created_at": {"gt": "2026-01-07", "lt": "2026-01-13T00:00:00Z"}}, {"b1"}),
+    ({"created_at": {"lte": DAY.replace(day=4).timestamp()}}, {"a1", "a2"}),  # Unix seconds
+    ({"updated_at": {"gte": "2026-01-20"}}, {"a1"}),
+    ({"categories": {"contains": "work"}}, {"a1", "b1"}),
+    ({"categories": {"in": ["travel", "work"]}}, {"a1", "a3", "b1"}),
+    ({"categories": {"icontains": "travel"}}, {"a3", "b2"}),
+    ({"categories": "*"}, {"a1", "a3", "b1", "b2"}),
+    ({"categories": {"ne": "work"}}, {"a2", "a3", "b2", "c1"}),
+    ({"metadata": {"project": "orion"}}, {"a1", "a3"}),
+    ({"project": "orion"}, {"a1", "a3"}),  # mem0 OSS: a bare key is a metadata key
+    ({"metadata.project": {"icontains": "APO"}}, {"a2"}),
+    ({"project": {"contains": "ri"}}, {"a1", "a3"}),
+    ({"project": {"ne": "orion"}}, {"a2", "b1", "b2", "c1"}),  # no key is "not orion"
+    ({"project": {"nin": ["orion", "Apollo"]}}, {"b1", "b2", "c1"}),
+    ({"project": "*"}, {"a1", "a2", "a3"}),
+    ({"priority": 5}, {"a1"}),  # the number, not the text "5"
+    ({"priority": "5"}, {"a3"}),
+    ({"priority": {"gte": 5}}, {"a1", "b1"}),  # numbers compare with numbers only
+    ({"priority": {"lt": 5}}, {"a2"}),
+    ({"priority": {"gt": 2.4, "lte": 5.0}}, {"a1", "a2"}),
+    ({"priority": {"in": [9, "high", 2.5]}}, {"a2", "b1"}),
+    ({"done": True}, {"a2"}),
+    ({"done": False}, {"b1"}),
+    ({"note": None}, {"b1"}),  # a JSON null, not a missing key
+    ({"note": "*"}, {"b1"}),
+    ({"tags": {"contains": "blue"}}, {"a1"}),  # an element of a list
+    ({"tags": {"icontains": "red"}}, {"a1"}),
+    ({"tags": {"contains": "gre"}}, set()),  # list elements match whole
+    ({"app_id": "crm"}, {"a3"}),  # kept in metadata
+    ({"app_id": {"in": ["crm", "web"]}}, {"a3", "b2"}),
+    (
+        {"OR": [{"AND": [{"user_id": "bob"}, {"priority": {"gt": 1}}]}, {"NOT": {"project": "*"}}]},
+        {"b1", "b2", "c1"},
+    ),
+    ({"AND": [{"user_id": "alice"}, {"OR": [{"priority": 5}, {"done": True}]}]}, {"a1", "a2"}),
+]
+
+
+def _record(name: str, n: int) -> MemoryRecord:
+    user, agent, run, category, metadata, day = ROWS[name]
+    created = DAY.replace(day=day)
+    r = MemoryRecord(
+        id=name,
+        text=f"orion note {name}: the deploy plan for {user}",
+        user_id=user,
+        agent_id=agent,
+        run_id=run,
+        category=category,
+        metadata=metadata,
+        origin=Origin.API,
+        created_at=created,
+        updated_at=DAY.replace(day=20) if name == "a1" else created,
+    )
+    v = np.random.default_rng(n).normal(size=8).astype(np.float32)
+    r.embedding = v / np.linalg.norm(v)
+    return r
+
+
+@pytest.fixture
+def seeded(store: Store) -> Store:
+    store.add([_record(name, n) for n, name in enumerate(ROWS)])
+    return store
+
+
+@pytest.mark.parametrize(("expr", "expected"), CASES, ids=[str(c[0]) for c in CASES])
+def test_filter_selects_in_the_store(
+    seeded: Store, expr: dict[str, Any], expected: set[str]
+) -> None:
+    f = Filters(where=parse(expr))
+    assert {r.id for r in seeded.list(f, limit=100)} == expected
+    assert seeded.count(f) == len(expected)
+    query = np.random.default_rng(99).normal(size=8).astype(np.float32)
+    assert {mid for mid, _ in seeded.vector_search(query, f, 100)} == expected
+    assert {mid for mid, _ in seeded.keyword_search("orion deploy plan", f, 100)} == expected
+
+
+def test_scope_is_anded_on_top(seeded: Store) -> None:
+    """A filter naming another user cannot widen a scope: it narrows it to nothing."""
+    f = Filters(user_id="alice", where=parse({"OR": [{"user_id": "bob"}, {"agent_id": "*"}]}))
+    assert {r.id for r in seeded.list(f)} == {"a1", "a3"}
+    f = Filters(user_id="alice", where=parse({"user_id": "bob"}))
+    assert seeded.list(f) == [] and seeded.count(f) == 0
+
+
+def test_values_are_parameters_not_sql(seeded: Store) -> None:
+    hostile = "x' OR '1'='1"
+    for expr in ({"user_id": hostile}, {"project": hostile}, {"project": {"icontains": hostile}}):
+        assert seeded.list(Filters(where=parse(expr))) == []
+    assert len(seeded.list(Filters())) == len(ROWS)  # nothing was dropped
+
+
+@pytest.mark.parametrize(
+    ("expr", "named"),
+    [
+        ({"user_id": {"like": "a%"}}, "unknown filter operator 'like'"),
+        ({"created_at": {"contains": "2026"}}, "operator 'contains' does not apply to created_at"),
+        ({"user_id": {"gt": "a"}}, "operator 'gt' does not apply to user_id"),
+        ({"keywords": "x"}, "filter field 'keywords' is not supported"),
+        ({"bad key": 1}, "'bad key' is not a filter field or a metadata key"),
+        ({"metadata": {"a'b": 1}}, '"a\'b" is not a filter field or a metadata key'),
+        ({"created_at": {"gte": "last week"}}, "'last week' is not a time"),
+        ({"AND": {"user_id": "a"}}, "must be a non-empty list"),
+        ({"OR": []}, "must be a non-empty list"),
+        ({"priority": {"gte": True}}, "gte compares numbers or text"),
+        ({"project": {"eq": {"nested": 1}}}, "a metadata value to compare must be"),
+        ({"user_id": {"in": "alice"}}, "in needs a list"),
+        ({"user_id": {}}, "has no operator"),
+        (["user_id"], "must be a JSON object"),
+    ],
+)
+def test_bad_filters_name_the_problem(expr: Any, named: str) -> None:
+    with pytest.raises(FilterError) as err:
+        parse(expr)
+    assert named in err.value.message
+    assert err.value.status_code == 400 and err.value.hint
+
+
+def test_deep_or_huge_filters_are_refused() -> None:
+    deep: dict[str, Any] = {"user_id": "a"}
+    for _ in range(12):
+        deep = {"AND": [deep]}
+    with pytest.raises(FilterError, match="deeper"):
+        parse(deep)
+    with pytest.raises(FilterError, match="more than 100 conditions"):
+        parse({"OR": [{"user_id": f"u{i}"} for i in range(101)]})
