@@ -32,6 +32,7 @@ from memoryd.errors import (
 from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
 from memoryd.extract.claims import content
 from memoryd.extract.classify import classify_fact
+from memoryd.filters import EVIDENCE_TURN
 from memoryd.llm import LLM, create_llm
 from memoryd.models import (
     CombinedHits,
@@ -287,6 +288,7 @@ class Memory:
                 if infer and idempotency_key
                 else idempotency_key,
                 dry_run=dry_run,
+                evidence=infer,
             )
             if not infer:
                 return turns
@@ -369,8 +371,12 @@ class Memory:
         actor: str | None,
         idempotency_key: str | None,
         dry_run: bool,
+        evidence: bool = False,
     ) -> builtins.list[MemoryEvent]:
         """A conversation stored turn by turn with context (:mod:`memoryd.conversation`).
+
+        ``evidence``: the turns are stored beside the facts extracted from them, as
+        their evidence (metadata ``evidence_turn``): searchable, left out of lists.
 
         The previous turn of the same (user, agent, run, ``metadata["session"]``) is
         remembered, so a conversation sent over several calls stays linked. A turn
@@ -424,6 +430,8 @@ class Memory:
                     meta["role"] = piece.turn.role
                 if piece.part is not None:
                     meta["piece"] = list(piece.part)
+                if evidence:
+                    meta[EVIDENCE_TURN] = True
                 record = MemoryRecord(
                     id=self.new_id(),
                     text=piece.text,

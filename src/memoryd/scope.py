@@ -284,8 +284,15 @@ class Scope:
         filters: FilterSpec | None = None,
         limit: int = 100,
         offset: int = 0,
+        include_turns: bool = False,
     ) -> Page:
+        """A page of the scope's memories, newest first. A conversation added with
+        inference keeps its turns as the facts' evidence: they are searchable, and
+        listed only with ``include_turns`` (or a filter on origin ``turn``), so the
+        conversation shows once."""
         f = self._filters(filters, run_id)
+        if not include_turns and not (f.origins and Origin.TURN in f.origins):
+            f = f.model_copy(update={"evidence_turns": False})
         records = self.memory.list(filters=f, limit=limit, offset=offset)
         return Page(
             results=[MemoryOut.of(r, self.shared) for r in records], total=self.memory.count(f)

@@ -300,7 +300,10 @@ def overview_data(memory: Memory, scopes: Sequence[Scope]) -> dict[str, Any]:
         "by_tier": by_tier,
         "shared": shared_count,
         "growth": growth(memory, scopes),
-        "latest": list_in(scopes, active, limit=5, offset=0),
+        # a conversation added with inference shows once: its facts, not its evidence turns
+        "latest": list_in(
+            scopes, active.model_copy(update={"evidence_turns": False}), limit=5, offset=0
+        ),
     }
 
 
@@ -743,7 +746,9 @@ def search(request: Request, principal: Principal) -> Response:
 def browse(request: Request, principal: Principal) -> Response:
     mem = _memory(request)
     query = Query.parse(request.query_params.multi_items())
-    f = query.filters(mem)
+    # a conversation added with inference shows once: its turns (the facts' evidence)
+    # are listed when the origin filter asks for turns
+    f = query.filters(mem).model_copy(update={"evidence_turns": query.origin == "turn"})
     scopes = spans(mem, principal, query.user or None, query.agent or None)
     total = count_in(scopes, f)
     pages = max(1, math.ceil(total / PAGE_SIZE))

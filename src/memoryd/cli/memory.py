@@ -397,6 +397,14 @@ def list_(
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 50,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    turns: Annotated[
+        bool,
+        typer.Option(
+            "--turns",
+            help="also the turns of conversations added with inference (kept as the facts' "
+            "evidence; left out by default so a conversation shows once)",
+        ),
+    ] = False,
     url: UrlOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -405,7 +413,7 @@ def list_(
 
     with backend(url, key, user, agent) as mem:
         spec = FilterSpec(category=category) if category else None
-        page = mem.list(run_id=run, filters=spec, limit=limit, offset=offset)
+        page = mem.list(run_id=run, filters=spec, limit=limit, offset=offset, include_turns=turns)
     if as_json:
         print_json(page.model_dump())
         return
