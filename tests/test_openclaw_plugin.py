@@ -12,18 +12,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import free_port
-from tests.pipelines_kit import code_under_test
+from tests.serve_kit import memoryd_serve as serve
 
 PLUGIN = Path(__file__).resolve().parents[1] / "integrations" / "openclaw"
 NODE = shutil.which("node")
@@ -33,51 +28,11 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js (>= 20) is not ins
 @pytest.fixture
 def memoryd_serve(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """``memoryd serve`` on a free port; yields its URL and the OpenClaw state dir."""
-    userhome = tmp_path / "userhome"
-    openclaw = userhome / ".openclaw"
+    openclaw = tmp_path / "userhome" / ".openclaw"
     (openclaw / "workspace-main").mkdir(parents=True)
-    port = free_port()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(userhome),
-        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
-        **code_under_test(),
-        "MEMORYD_HOME": str(tmp_path / "memoryd"),
-        "MEMORYD_AUTH__KEYS": json.dumps(
-            [{"name": "openclaw-main", "key": "k-main", "users": ["default"], "agents": ["main"]}]
-        ),
-    }
-    log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("memoryd")), "serve", "--port", str(port)],
-        env=env,
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"memoryd serve did not start:\n{(tmp_path / 'serve.log').read_text()}"
-                )
-            time.sleep(0.2)
+    keys = [{"name": "openclaw-main", "key": "k-main", "users": ["default"], "agents": ["main"]}]
+    with serve(tmp_path, MEMORYD_AUTH__KEYS=json.dumps(keys)) as url:
         yield url, openclaw
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def test_plugin_posts_real_turns_into_the_agents_diary(memoryd_serve: tuple[str, Path]) -> None:

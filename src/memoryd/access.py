@@ -68,7 +68,8 @@ def authenticate(settings: Settings, token: str | None) -> Principal:
         return ANONYMOUS
     if not token:
         raise AuthenticationError(
-            "an API key is required", "send Authorization: Bearer <key> or X-API-Key: <key>"
+            "an API key is required",
+            "send Authorization: Bearer <key> (or Token <key>) or X-API-Key: <key>",
         )
     for key in keys:
         if hmac.compare_digest(key.key.get_secret_value().encode(), token.encode()):
@@ -89,10 +90,12 @@ class Carrier(Protocol):
 
 
 def token_from(request: Carrier) -> str | None:
-    """``Authorization: Bearer <key>``, ``X-API-Key`` or the dashboard's cookie."""
+    """``Authorization: Bearer <key>`` (or ``Token <key>``, as mem0's SDKs send it),
+    ``X-API-Key`` or the dashboard's cookie."""
     header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip() or None
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() in ("bearer", "token"):
+        return value.strip() or None
     return request.headers.get("x-api-key") or request.cookies.get("memoryd_key") or None
 
 

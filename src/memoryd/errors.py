@@ -92,3 +92,10 @@ class UpstreamError(MemorydError):
     """A remote service (LLM or embedding endpoint) failed or answered garbage."""
 
     status_code = 502
+
+
+class NotSupportedError(MemorydError):
+    """A feature of another API (mem0's platform: organisations, webhooks...) that
+    memoryd does not have; the message names it. Never answered with a fake success."""
+
+    status_code = 501

@@ -23,6 +23,7 @@ from memoryd.access import AuthenticationError, authenticate, token_from
 from memoryd.api.guard import GuardMiddleware
 from memoryd.api.limits import LimitsMiddleware
 from memoryd.api.routes_diary import router as diary_router
+from memoryd.api.routes_mem0_platform import router as mem0_platform_router
 from memoryd.api.routes_memory import router as memory_router
 from memoryd.api.routes_pipelines import router as pipelines_router
 from memoryd.api.routes_wiki import router as wiki_router
@@ -129,6 +130,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
         return answer
 
     app.include_router(memory_router)  # /memory/* (the seed's routes) and mem0's /memories
+    app.include_router(mem0_platform_router)  # mem0's platform API: /v1/ping/, /v3/memories/...
     app.include_router(diary_router)
     app.include_router(pipelines_router)  # GET /v1/pipelines
     app.include_router(workspace_router)

@@ -111,9 +111,9 @@ class GuardMiddleware:
         if not self.settings.auth.keys:
             return False
         token = headers.get("x-api-key")
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            token = auth[7:].strip()
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        if scheme.lower() in ("bearer", "token"):  # Token: mem0's SDKs
+            token = value.strip()
         if not token:
             return False  # the dashboard's key cookie is what a cross-site request carries
         try:
