@@ -74,7 +74,9 @@ def test_schema_fuzz_no_5xx_and_no_partial_writes(server: Any, memory: Memory) -
             before = _totals(memory)
             response = case.call(base_url=server.url, timeout=30)
             calls["n"] += 1
-            if response.status_code >= 500:
+            # 501 is a deliberate answer (a mem0 platform feature memoryd does not have,
+            # named in the message), not a failure; it must still change nothing
+            if response.status_code >= 500 and response.status_code != 501:
                 failures.append(
                     f"{op.method.upper()} {op.path} -> {response.status_code}: "
                     f"{response.text[:300]} (body={str(case.body)[:200]!r}, "

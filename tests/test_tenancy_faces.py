@@ -222,6 +222,35 @@ def _http(method: str, path: str, *, body: bool = False, cookie: bool = False) -
     return call
 
 
+def _platform(method: str, path: str) -> Op:
+    """mem0's platform routes as its SDK calls them: entity ids in ``filters`` (and at
+    the top of an add), the key as ``Authorization: Token``."""
+
+    def call(w: World, key: Key, user: str | None, agent: str | None) -> Answer:
+        named = {k: v for k, v in {"user_id": user, "agent_id": agent}.items() if v is not None}
+        text = f"the deploy notes {w.marker(key)}"
+        target = w.ids[w.target or f"zqmem{user or 'bob'}{agent or 'none'}"]
+        payload: dict[str, Any] = {
+            "filters": named or None,
+            "query": "deploy notes",
+            "top_k": 50,
+            "text": text,
+            "memories": [{"memory_id": target, "text": text}],
+            "memory_id": target,
+            "feedback": "POSITIVE",
+            "feedback_reason": text,
+        }
+        if path.startswith("/v3/memories/add/"):
+            payload = {**named, "messages": [{"role": "user", "content": text}], "infer": False}
+        r = httpx.request(
+            method, w.server.url + path.format(id=target), headers={"Authorization": f"Token {key.token}"},
+            json=None if method == "GET" else payload, timeout=60,
+        )  # fmt: skip
+        return r.status_code, r.text
+
+    return call
+
+
 def _mcp(tool: str, **arguments: Any) -> Op:
     def call(w: World, key: Key, user: str | None, agent: str | None) -> Answer:
         text = f"the deploy notes {w.marker(key)}"
@@ -269,6 +298,16 @@ OPERATIONS: dict[str, Op] = {
     "GET /ui/memory/{id}": _http("GET", "/ui/memory/{id}", cookie=True),
     "GET /ui/pipelines": _http("GET", "/ui/pipelines", cookie=True),
     "GET /ui": _http("GET", "/ui", cookie=True),
+    "POST /v3/memories/add/": _platform("POST", "/v3/memories/add/"),
+    "POST /v3/memories/": _platform("POST", "/v3/memories/"),
+    "POST /v3/memories/search/": _platform("POST", "/v3/memories/search/"),
+    "GET /v1/memories/{id}/": _platform("GET", "/v1/memories/{id}/"),
+    "GET /v1/memories/{id}/history/": _platform("GET", "/v1/memories/{id}/history/"),
+    "PUT /v1/memories/{id}/": _platform("PUT", "/v1/memories/{id}/"),
+    "PUT /v1/batch/": _platform("PUT", "/v1/batch/"),
+    "POST /v1/feedback/": _platform("POST", "/v1/feedback/"),
+    "GET /v1/entities/": _platform("GET", "/v1/entities/"),
+    "POST /v1/exports/get/": _platform("POST", "/v1/exports/get/"),
     "mcp memory_search": _mcp("memory_search", query="deploy notes", top_k=50),
     "mcp memory_list": _mcp("memory_list"),
     "mcp memory_get": _mcp("memory_get", path="MEMORY.md"),
@@ -353,3 +392,43 @@ def test_rest_and_mcp_answer_a_file_read_alike(world: World, key: Key, agent: st
         assert (rest_status == 200) == allowed, (user, rest_status, rest[:200])
         if allowed:
             assert f"zqfile{agent}" in rest and f"zqfile{agent}" in mcp
+
+
+PLATFORM = [
+    op
+    for op in OPERATIONS
+    if op.split()[1].startswith(
+        ("/v3/", "/v1/memories/", "/v1/batch", "/v1/feedback", "/v1/entities", "/v1/exports")
+    )
+]
+
+
+def test_mem0_platform_routes_answer_within_the_key(world: World) -> None:
+    """Every mem0 platform route, as every key, in several scopes, and naming other
+    users' memories by id: no answer leaks, no 5xx (beside the property test's random
+    draws). ``MEMORYD_FULL=1``: every scope, and every seeded memory as every key."""
+    scopes = (
+        list(itertools.product([None, *USERS], [None, *AGENTS]))
+        if FULL
+        else [(None, None), ("alice", None), ("bob", "a1")]
+    )
+    keys = KEYS if FULL else [k for k in KEYS if not k.admin]
+    targets = SEEDED if FULL else [t for t in SEEDED if "mem" in t][::2]
+    cases = [
+        (op, key, user, agent, None)
+        for op, key, (user, agent) in itertools.product(PLATFORM, KEYS, scopes)
+    ] + [
+        (op, key, None, None, target)
+        for op, key, target in itertools.product(PLATFORM, keys, targets)
+        if "{id}" in op or op.startswith(("PUT /v1/batch", "POST /v1/feedback"))
+    ]
+    problems: list[str] = []
+    for op, key, user, agent, target in cases:
+        world.target = target
+        status, text = OPERATIONS[op](world, key, user, agent)
+        if status >= 500 or _leaks(key, text):
+            problems.append(f"{op} as {key.name} ({user}, {agent}, {target}) -> {status}: "
+                            f"{_leaks(key, text)} {text[:200]}")  # fmt: skip
+    world.target = None
+    assert len(cases) >= 200 and problems == []
+    assert _check_writes(world) == []
