@@ -6,7 +6,11 @@ not have (501). Issue 33: ``"filters": {"user_id": "alice"}`` was a 422."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +21,7 @@ from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.settings import ApiKey, Settings
 
+README = Path(__file__).resolve().parents[1] / "README.md"
 SEED = [
     ("alice", "the orion launch moved to May", {"project": "orion", "priority": 3}),
     ("alice", "the apollo budget was approved", {"project": "apollo", "priority": 8}),
@@ -116,3 +121,51 @@ def test_token_presents_a_memoryd_key(settings: Settings, embedder: Embedder, li
         assert httpx.get(ping, headers={"Authorization": "Bearer k-alice"}).status_code == 200
         assert httpx.get(ping, headers={"Authorization": "Token wrong"}).status_code == 401
         assert httpx.get(ping).status_code == 401
+
+
+def _readme_curls() -> list[tuple[str, str, Any, dict[str, str]]]:
+    """The curl examples of the README's "Coming from mem0" section, as requests."""
+    text = README.read_text()
+    start = text.index("## Coming from mem0")
+    end = text.index("\n## ", start + 1)
+    requests = []
+    for block in re.findall(r"```bash\n(.*?)```", text[start:end], re.DOTALL):
+        for line in block.replace("\\\n", " ").splitlines():
+            if not line.strip().startswith("curl "):
+                continue
+            args = iter(shlex.split(line)[1:])
+            method, url, body, params, get = "GET", "", None, {}, False
+            for arg in args:
+                if arg == "-X":
+                    method = next(args)
+                elif arg == "-H":
+                    next(args)
+                elif arg == "-d":
+                    body = json.loads(next(args))
+                elif arg == "-G":
+                    get = True
+                elif arg == "--data-urlencode":
+                    name, _, value = next(args).partition("=")
+                    params[name] = value
+                else:
+                    url = arg
+            assert get or not params
+            requests.append((method, url, body, params))
+    return requests
+
+
+def test_the_readme_filter_examples_work(memory: Memory, live_server) -> None:  # type: ignore[no-untyped-def]
+    examples = _readme_curls()
+    assert len(examples) >= 5
+    with live_server(create_app(memory=memory)) as server, httpx.Client(timeout=30) as http:
+        answers = []
+        for method, url, body, params in examples:
+            url = url.replace("http://127.0.0.1:8230", server.url)
+            r = http.request(method, url, json=body, params=params or None)
+            assert r.status_code == 200, (method, url, r.text)
+            answers.append(r.json())
+    found = [a for a in answers if isinstance(a, dict) and "results" in a][1:]
+    assert all(
+        [m["memory"] for m in a["results"]] == ["The orion launch moved to May"] for a in found
+    ), found
+    assert memory.list(user_id="alice") == []  # the examples end by deleting alice's

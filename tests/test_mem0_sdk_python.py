@@ -197,3 +197,17 @@ def test_mem0_sdk_is_pinned() -> None:
 
     text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert '"mem0ai==2.2.1"' in text and version("mem0ai") == "2.2.1"
+
+
+def test_the_readme_example_runs(server: str) -> None:
+    """The README's Python example ("Coming from mem0"), with this server and key."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("## Coming from mem0") :]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = code.replace("http://127.0.0.1:8230", server).replace("your-memoryd-key", "k-admin")
+    scope: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    client = scope["client"]
+    assert "nuts" in " ".join(
+        m["memory"] for m in client.get_all(filters={"user_id": "alex"})["results"]
+    )
