@@ -16,6 +16,7 @@ import pytest
 from memoryd.filters import FilterError, parse
 from memoryd.models import Filters, MemoryRecord, Origin
 from memoryd.store import Store
+from tests.conftest import FULL
 
 DAY = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -174,3 +175,171 @@ def test_deep_or_huge_filters_are_refused() -> None:
         parse(deep)
     with pytest.raises(FilterError, match="more than 100 conditions"):
         parse({"OR": [{"user_id": f"u{i}"} for i in range(101)]})
+
+
+# -- the same random filters on every store, against a reference in Python ----------------
+def _json_kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    return "number" if isinstance(v, int | float) else type(v).__name__
+
+
+def _holds(row: tuple[Any, ...], name: str, node: Any) -> bool:
+    """What a filter tree means, row by row (the test's reference, not memoryd's code)."""
+    from memoryd.filters import And, Not, Or
+
+    if isinstance(node, And):
+        return all(_holds(row, name, n) for n in node.items)
+    if isinstance(node, Or):
+        return any(_holds(row, name, n) for n in node.items)
+    if isinstance(node, Not):
+        return not _holds(row, name, node.item)
+    user, agent, run, category, metadata, day = row
+    created = DAY.replace(day=day)
+    columns = {
+        "user_id": user, "agent_id": agent, "run_id": run, "categories": category,
+        "created_at": created, "updated_at": DAY.replace(day=20) if name == "a1" else created,
+    }  # fmt: skip
+    meta = node.field == "metadata"
+    present = node.key in metadata if meta else columns[node.field] is not None
+    v = metadata.get(node.key) if meta else columns[node.field]
+    x, op = node.value, node.op
+
+    def eq(x: Any) -> bool:
+        if meta:
+            return present and _json_kind(v) == _json_kind(x) and v == x
+        return v is not None and v == x
+
+    if op == "exists":
+        return present
+    if op in ("eq", "ne"):
+        return eq(x) == (op == "eq")
+    if op in ("in", "nin"):
+        return any(eq(e) for e in x) == (op == "in")
+    if op in ("gt", "gte", "lt", "lte"):
+        if not present or v is None or _json_kind(v) != _json_kind(x):
+            return False
+        return {"gt": v > x, "gte": v >= x, "lt": v < x, "lte": v <= x}[op]
+    fold = (lambda s: s.lower()) if op == "icontains" else (lambda s: s)
+    if node.field == "categories":
+        return v is not None and fold(v) == fold(x)
+    if isinstance(v, str):
+        return fold(x) in fold(v)
+    if isinstance(v, list):
+        return any(isinstance(e, str) and fold(e) == fold(x) for e in v)
+    return False
+
+
+_IDS = ["alice", "bob", "carol", "ali", "o", "bot", "helper", "2026-01-04"]
+_META_VALUES = ["orion", "Apollo", "apo", 5, 2.5, "5", 9, True, False, None, "blue", "RED", "crm"]
+
+
+def _leaf() -> Any:
+    from hypothesis import strategies as st
+
+    def one(keys: list[str], values: Any) -> Any:
+        return st.builds(lambda k, v: {k: v}, st.sampled_from(keys), values)
+
+    ids = one(
+        ["user_id", "agent_id", "run_id"],
+        st.one_of(
+            st.sampled_from([*_IDS, "*"]),
+            st.lists(st.sampled_from(_IDS), min_size=1, max_size=3),
+            st.dictionaries(
+                st.sampled_from(["eq", "ne", "contains", "icontains"]),
+                st.sampled_from(_IDS),
+                min_size=1,
+                max_size=2,
+            ),
+            st.fixed_dictionaries({"nin": st.lists(st.sampled_from(_IDS), min_size=1, max_size=3)}),
+        ),
+    )
+    times = one(
+        ["created_at", "updated_at"],
+        st.dictionaries(
+            st.sampled_from(["eq", "ne", "gt", "gte", "lt", "lte"]),
+            st.integers(1, 21).map(lambda d: f"2026-01-{d:02d}"),
+            min_size=1,
+            max_size=2,
+        ),
+    )
+    categories = st.fixed_dictionaries(
+        {
+            "categories": st.one_of(
+                st.sampled_from(["work", "travel", "Travel", "*"]),
+                st.dictionaries(
+                    st.sampled_from(["eq", "ne", "contains", "icontains", "in", "nin"]),
+                    st.sampled_from(["work", "travel", "TRAVEL"]),
+                    min_size=1,
+                    max_size=1,
+                ).map(lambda d: {k: [v] if k in ("in", "nin") else v for k, v in d.items()}),
+            )
+        }
+    )
+    keys = st.sampled_from(["project", "priority", "tags", "done", "note", "app_id", "missing"])
+    scalar = st.sampled_from(_META_VALUES)
+    meta = (
+        st.builds(
+            lambda key, op, value: {key: {op: value}},
+            keys,
+            st.sampled_from(["eq", "ne"]),
+            scalar,
+        )
+        | st.builds(
+            lambda key, op, values: {key: {op: values}},
+            keys,
+            st.sampled_from(["in", "nin"]),
+            st.lists(scalar, min_size=1, max_size=3),
+        )
+        | st.builds(
+            lambda key, op, value: {key: {op: value}},
+            keys,
+            st.sampled_from(["gt", "gte", "lt", "lte"]),
+            st.sampled_from([2, 2.5, 5, 9, "Apollo", "m", "orion"]),
+        )
+        | st.builds(
+            lambda key, op, value: {key: {op: value}},
+            keys,
+            st.sampled_from(["contains", "icontains"]),
+            st.sampled_from(["ri", "ORI", "blue", "red", "gre", "crm"]),
+        )
+        | st.builds(lambda key: {key: "*"}, keys)
+    )
+    return ids | times | categories | meta
+
+
+def _trees() -> Any:
+    from hypothesis import strategies as st
+
+    return st.recursive(
+        _leaf(),
+        lambda inner: st.builds(
+            lambda op, items: {op: items},
+            st.sampled_from(["AND", "OR", "NOT"]),
+            st.lists(inner, min_size=1, max_size=3),
+        ),
+        max_leaves=6,
+    )
+
+
+def test_random_filters_match_the_reference_on_every_store(seeded: Store) -> None:
+    """Hypothesis draws filter trees over every field, operator and value type; each
+    store's SQL admits exactly the rows the reference does."""
+    from hypothesis import HealthCheck, given, settings
+
+    @settings(
+        max_examples=2000 if FULL else 300,
+        deadline=None,
+        derandomize=not FULL,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(expr=_trees())
+    def check(expr: dict[str, Any]) -> None:
+        node = parse(expr)
+        expected = {name for name, row in ROWS.items() if _holds(row, name, node)}
+        got = {r.id for r in seeded.list(Filters(where=node), limit=100)}
+        assert got == expected, expr
+
+    check()
