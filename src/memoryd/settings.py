@@ -143,7 +143,7 @@ class SearchSettings(BaseModel):
     # that is this close in meaning to an older one, scores at most newer_first_margin
     # below it and is not told apart by its words moves above it (1.0 turns it off)
     newer_first_similarity: float = Field(default=0.45, ge=0.0, le=1.0)
-    newer_first_margin: float = Field(default=0.15, ge=0.0, le=1.0)
+    newer_first_margin: float = Field(default=0.25, ge=0.0, le=1.0)
     newer_first_gap_hours: float = Field(default=1.0, ge=0.0)
     # time decay (seed 000): score = w_sim * relevance + w_recency * 0.5 ** (age_days / half_life)
     time_decay: bool = True

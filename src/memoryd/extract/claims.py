@@ -342,6 +342,12 @@ def announces_change(text: str) -> bool:
     return claim(text).changes
 
 
+def names_as_old(newer: str, older: str) -> bool:
+    """Does ``newer`` name what ``older`` says as the value it replaces ("moved from
+    Redshift to Snowflake", "instead of aiohttp") ?"""
+    return bool(claim(newer).old & content(older))
+
+
 def says_otherwise(newer: str, older: str, cosine: float, min_cosine: float) -> bool:
     """Does ``newer`` give what ``older`` says a new value?
 

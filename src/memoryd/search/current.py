@@ -16,7 +16,8 @@ unchanged, only their order), a hit moves up above an older one when
   keeps its order),
 * the two are close in meaning (cosine of their stored vectors at least
   ``newer_first_similarity``) and close in relevance to the query (the older one's
-  score is at most ``newer_first_margin`` higher),
+  score is at most ``newer_first_margin`` higher, unless the newer one names the older
+  one's value as what it replaces: "moved from Redshift to Snowflake"),
 * the words do not tell them apart as different facts (:func:`claims.unlike`: another
   environment, attribute or kind of value), every name the query asks about that the
   older one mentions is in the newer one too ("Team Atlas" is not "Team Orion"),
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memoryd.extract.claims import announces_change, content, unlike
+from memoryd.extract.claims import announces_change, content, names_as_old, unlike
 from memoryd.models import SearchHit
 
 
@@ -80,14 +81,14 @@ def newer_first(
                 i = order[place]
                 if evidence[j].when < evidence[i].when + gap:
                     continue
-                if moved_score[i] - moved_score[j] > margin:
+                older, newer = hits[i].text, hits[j].text
+                if moved_score[i] - moved_score[j] > margin and not names_as_old(newer, older):
                     continue
                 if sims is None:
                     v = vectors()
                     sims = v @ v.T
                 if float(sims[i, j]) < similarity:
                     continue
-                older, newer = hits[i].text, hits[j].text
                 if any(_mentions(older, q) and not _mentions(newer, q) for q in query_names):
                     continue
                 if unlike(newer, older) is not None:
