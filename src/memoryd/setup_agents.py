@@ -332,7 +332,7 @@ def default_plugin_dir() -> Path:
     package = Path(memoryd.__file__).resolve().parent
     shipped = package / "integrations" / "openclaw"
     if (shipped / "openclaw.plugin.json").is_file():
-        return shipped
+        return shipped.resolve()  # in a checkout, a link to <repo>/integrations/openclaw
     return package.parents[1] / "integrations" / "openclaw"
 
 
