@@ -21,6 +21,7 @@ from memoryd.setup_agents import (
     Connection,
     Jobs,
     config_in_effect,
+    default_plugin_dir,
     memoryd_command,
     plan,
 )
@@ -66,6 +67,12 @@ def setup(
         Path | None,
         typer.Option(help="the OpenClaw plugin (default: the one shipped with memoryd)"),
     ] = None,
+    show_plugin_dir: Annotated[
+        bool,
+        typer.Option(
+            "--show-plugin-dir", help="print the OpenClaw plugin's directory and exit (by hand)"
+        ),
+    ] = False,
     jobs: Annotated[
         str | None,
         typer.Option(
@@ -76,6 +83,9 @@ def setup(
     ] = None,
 ) -> None:
     """Connect Claude Code, Codex or OpenClaw to memoryd: shows the change, then writes it."""
+    if show_plugin_dir:
+        typer.echo(plugin_dir or default_plugin_dir())
+        return
     try:
         if jobs is None and target == "openclaw" and not (yes or dry_run) and sys.stdin.isatty():
             jobs = _ask_jobs()
