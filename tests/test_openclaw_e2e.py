@@ -151,6 +151,12 @@ class OpenClaw:
             "OPENCLAW_STATE_DIR": str(self.state),
             "TMPDIR": str(root / "tmp"),  # OpenClaw logs to $TMPDIR/openclaw
             "NO_COLOR": "1",
+            # gateway parts memoryd does not touch, off to save the test's time
+            "OPENCLAW_SKIP_CHANNELS": "1",
+            "OPENCLAW_SKIP_CANVAS_HOST": "1",
+            "OPENCLAW_SKIP_BROWSER_CONTROL_SERVER": "1",
+            "OPENCLAW_SKIP_GMAIL_WATCHER": "1",
+            "OPENCLAW_SKIP_STARTUP_MODEL_PREWARM": "1",
         }
         self.root = root
         self.gateway: subprocess.Popen[bytes] | None = None
@@ -378,4 +384,8 @@ def test_memoryd_inside_the_openclaw_gateway(world: dict[str, Any]) -> None:
     counts = json.loads(run.stdout)["counts"]
     assert counts.get("sessions", 0) >= 1 and counts.get("lessons", 0) >= 1, run.stdout
     lessons = (main_ws / "memory" / "lessons.md").read_text()
-    assert "read notes/deploy.md" in lessons and "is a directory" in lessons, lessons
+    assert (
+        "- **Wrong approach**: read notes failed: Read requires a file path, but notes is a directory"
+        in lessons
+    ), lessons
+    assert "- **Correct approach**: read notes/deploy.md" in lessons, lessons

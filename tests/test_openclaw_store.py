@@ -179,3 +179,62 @@ def test_openclaws_state_dir_is_found_as_openclaw_finds_it() -> None:
     assert openclaw_state_dir(
         {"OPENCLAW_STATE_DIR": "/srv/oc", "OPENCLAW_PROFILE": "work"}
     ) == Path("/srv/oc")
+
+
+def test_a_tool_error_reported_as_json_is_read_from_its_details() -> None:
+    """OpenClaw 2026.9's tools answer a failure with JSON text and ``details.error``."""
+    from memoryd.pipelines.lessons_sessions import ScanState, scan
+
+    def entry(message: dict[str, Any]) -> str:
+        return json.dumps({"type": "message", "message": message})
+
+    error = "Read requires a file path, but notes is a directory."
+    lines = [
+        json.dumps({"type": "session", "version": 4, "id": "s1"}),
+        entry({"role": "user", "content": "Read the deploy notes."}),
+        entry(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "notes"}}
+                ],
+            }
+        ),
+        entry(
+            {
+                "role": "toolResult",
+                "toolCallId": "c1",
+                "isError": True,
+                "content": [
+                    {"type": "text", "text": json.dumps({"status": "error", "error": error})}
+                ],
+                "details": {"status": "error", "error": error},
+            }
+        ),
+        entry(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "toolCall",
+                        "id": "c2",
+                        "name": "read",
+                        "arguments": {"path": "notes/deploy.md"},
+                    }
+                ],
+            }
+        ),
+        entry(
+            {
+                "role": "toolResult",
+                "toolCallId": "c2",
+                "isError": False,
+                "content": [{"type": "text", "text": "rollback armed"}],
+            }
+        ),
+    ]
+    (episode,) = scan(
+        ("\n".join(lines) + "\n").encode(), ScanState(), session_id="s1", retry_window=6
+    ).episodes
+    assert episode.failures[0].output == error
+    assert episode.success.args == {"path": "notes/deploy.md"}
