@@ -13,6 +13,12 @@ answer text, or a :class:`Reply` for HTTP errors, raw non-JSON bodies and
 delays. ``fake.delay`` slows every request down (the "slow LLM" mode).
 Every request body is kept in ``fake.requests`` so tests can read what the
 model was shown.
+
+OpenAI requests with ``"stream": true`` (as agent runtimes such as OpenClaw send)
+get server-sent events: the answer's text as ``delta.content`` chunks, a
+:class:`Reply`'s ``tool_calls`` as ``delta.tool_calls``, then a chunk with the
+finish reason and, when ``stream_options.include_usage`` asks for it, the usage
+(``Reply.usage``, else counts estimated from the request), then ``[DONE]``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ class Reply:
     status: int = 200
     raw: str | None = None  # a body sent as is, instead of the protocol's JSON
     delay: float = 0.0  # seconds to wait before answering
+    # OpenAI chat completions only: calls the model makes ({"name", "arguments"} with the
+    # arguments as a dict; ids are given), and the token usage it reports
+    tool_calls: list[dict[str, Any]] | None = None
+    usage: dict[str, int] | None = None
 
 
 Answer = str | Reply
@@ -104,12 +114,15 @@ class FakeLLM:
                 answer = fake._next(self.path, body, dict(self.headers))
                 reply = answer if isinstance(answer, Reply) else Reply(content=answer)
                 time.sleep(fake.delay + reply.delay)
+                if body.get("stream") and reply.status < 400 and reply.raw is None:
+                    self._stream(body, reply)
+                    return
                 if reply.raw is not None:
                     payload = reply.raw.encode()
                 elif reply.status >= 400:
                     payload = json.dumps({"error": {"message": "scripted failure"}}).encode()
                 else:
-                    payload = json.dumps(_envelope(self.path, reply.content or "")).encode()
+                    payload = json.dumps(_envelope(self.path, reply.content or "", reply)).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
@@ -118,6 +131,32 @@ class FakeLLM:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
+
+            def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("cache-control", "no-cache")
+                    self.send_header("connection", "close")
+                    self.end_headers()
+                    for chunk in _stream_chunks(body, reply, include_usage=include_usage):
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+
+            def do_GET(self) -> None:  # GET /v1/models: what an OpenAI-compatible server lists
+                payload = json.dumps(
+                    {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
+                ).encode()
+                self.send_response(200 if self.path.endswith("/models") else 404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -154,7 +193,52 @@ class FakeLLM:
         self._server.server_close()
 
 
-def _envelope(path: str, content: str) -> dict[str, Any]:
+def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": call.get("id") or f"call_{i}",
+            "type": "function",
+            "function": {"name": call["name"], "arguments": json.dumps(call.get("arguments", {}))},
+        }
+        for i, call in enumerate(reply.tool_calls or [])
+    ]
+
+
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
+    if reply.usage is not None:
+        return reply.usage
+    prompt = len(json.dumps(body.get("messages", []))) // 4
+    completion = len(reply.content or "") // 4 + 1
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _stream_chunks(
+    body: dict[str, Any], reply: Reply, *, include_usage: bool
+) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects of one streamed answer."""
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": body.get("model")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    text = reply.content or ""
+    for start in range(0, len(text), 40):
+        chunks.append(chunk({"content": text[start : start + 40]}))
+    calls = _tool_calls(reply)
+    for i, call in enumerate(calls):
+        chunks.append(chunk({"tool_calls": [{"index": i, **call}]}))
+    chunks.append(chunk({}, "tool_calls" if calls else "stop"))
+    if include_usage:
+        chunks.append({**base, "choices": [], "usage": _usage(body, reply)})
+    return chunks
+
+
+def _envelope(path: str, content: str, reply: Reply | None = None) -> dict[str, Any]:
     if path.endswith("/messages"):  # Anthropic
         return {
             "id": "msg_fake",
@@ -170,14 +254,17 @@ def _envelope(path: str, content: str) -> dict[str, Any]:
             "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
             "metrics": {"latencyMs": 1},
         }
-    return {  # OpenAI chat completions
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    calls = _tool_calls(reply) if reply is not None else []
+    if calls:
+        message["tool_calls"] = calls
+    answer: dict[str, Any] = {  # OpenAI chat completions
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
         ],
     }
+    if reply is not None and reply.usage is not None:
+        answer["usage"] = reply.usage
+    return answer

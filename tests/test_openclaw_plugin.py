@@ -53,7 +53,7 @@ def test_plugin_posts_real_turns_into_the_agents_diary(memoryd_serve: tuple[str,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     counts = dict(re.findall(r"^# (pass|fail|skipped|cancelled) (\d+)$", proc.stdout, re.M))
-    assert counts == {"pass": "11", "fail": "0", "skipped": "0", "cancelled": "0"}, proc.stdout
+    assert counts == {"pass": "14", "fail": "0", "skipped": "0", "cancelled": "0"}, proc.stdout
     notes = sorted((openclaw / "workspace-main" / "memory").glob("*.md"))
     diaries = [p for p in notes if re.fullmatch(r"\d{4}-\d\d-\d\d\.md", p.name)]
     assert len(diaries) == 1 and len(notes) == 2  # the diary and one session note (/new)

@@ -28,7 +28,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "memoryd"))
     monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.delenv("OPENCLAW_CONFIG_PATH", raising=False)
+    for name in ("OPENCLAW_CONFIG_PATH", "OPENCLAW_STATE_DIR", "OPENCLAW_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("MEMORYD_CONFIG", raising=False)
     monkeypatch.chdir(project)
     return {"home": home, "project": project, "memoryd": tmp_path / "memoryd"}
@@ -157,6 +158,49 @@ def test_openclaw_gets_plugin_hook_access_skill_and_mcp_without_losing_its_confi
     assert servers["memoryd"]["args"] == ["mcp", "--agent", "main"]
     assert setup("openclaw", "--yes", "--api-key-env", "MEMORYD_API_KEY")[0] == 0
     assert json.loads(config.read_text()) == data  # idempotent
+
+
+def status_warnings() -> list[str]:
+    result = CliRunner().invoke(app, ["status", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["warnings"]
+
+
+def test_one_system_per_job_openclaws_duplicates_are_turned_off_or_memoryds(
+    env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as `openclaw onboard` leaves it: the session-memory hook on, dreaming by default
+    state = env["home"] / "oc-state"
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    config = state / "openclaw.json"
+    config.parent.mkdir()
+    onboarded = {"hooks": {"internal": {"entries": {"session-memory": {"enabled": True}}}}}
+    config.write_text(json.dumps(onboarded, indent=2) + "\n")
+    assert status_warnings() == []  # memoryd is not connected: nothing is done twice
+
+    code, out = setup("openclaw", "--yes", "--jobs", "openclaw")
+    assert code == 0, out
+    data = json.loads(config.read_text())
+    assert data["plugins"]["entries"]["memoryd"]["config"]["sessionNotes"] is False
+    assert data["hooks"] == onboarded["hooks"]  # OpenClaw keeps its jobs
+    assert "pipelines.disabled" in out
+    warnings = status_warnings()  # memoryd's dream still runs beside memory-core's
+    assert len(warnings) == 1 and "managed dreaming" in warnings[0]
+
+    data["plugins"]["entries"]["memoryd"]["config"].pop("sessionNotes")
+    config.write_text(json.dumps(data, indent=2) + "\n")
+    assert len(status_warnings()) == 2  # and now both write a note on /new
+
+    code, out = setup("openclaw", "--yes")  # the default: memoryd does both jobs
+    assert code == 0, out
+    data = json.loads(config.read_text())
+    assert data["hooks"]["internal"]["entries"]["session-memory"]["enabled"] is False
+    assert data["plugins"]["entries"]["memory-core"]["config"]["dreaming"]["enabled"] is False
+    assert "sessionNotes" not in data["plugins"]["entries"]["memoryd"]["config"]
+    assert status_warnings() == []
+    # openclaw is not on PATH here: the command that records the install is shown
+    assert "openclaw plugins install --link --force --accept-capabilities" in out
+    assert setup("openclaw", "--yes", "--jobs", "both")[0] == 2
 
 
 def test_json5_configs_and_bad_options_fail_with_a_hint_and_write_nothing(

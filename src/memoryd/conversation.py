@@ -299,8 +299,11 @@ def read_transcript(lines: Iterable[str], source: str = "transcript") -> Transcr
         item: dict[str, Any] = {"role": role, "content": text}
         if isinstance(message.get("name"), str):
             item["name"] = message["name"]
+        # an OpenClaw entry's own timestamp is ISO 8601; its message's is epoch milliseconds
+        stamp = entry.get("timestamp") if message is not entry else None
         when = parse_time(
-            message.get("timestamp", entry.get("timestamp")), f"{source} line {number} timestamp"
+            stamp if stamp is not None else message.get("timestamp"),
+            f"{source} line {number} timestamp",
         )
         if when is not None:
             item["timestamp"] = when.isoformat()

@@ -281,6 +281,18 @@ class ServerSettings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list)
 
 
+def openclaw_state_dir(env: dict[str, str] | None = None) -> Path:
+    """Where OpenClaw keeps its state, by its own rules: ``$OPENCLAW_STATE_DIR``, else
+    ``~/.openclaw-<profile>`` for ``$OPENCLAW_PROFILE`` (``--profile``), else ``~/.openclaw``."""
+    env = dict(os.environ) if env is None else env
+    explicit = (env.get("OPENCLAW_STATE_DIR") or "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    profile = (env.get("OPENCLAW_PROFILE") or "").strip()
+    suffix = f"-{profile}" if profile and profile.lower() != "default" else ""
+    return Path(f"~/.openclaw{suffix}")
+
+
 class WorkspaceSettings(BaseModel):
     """The agents' Markdown workspaces (OpenClaw layout), owned by ``memoryd.workspace``.
 
@@ -290,7 +302,8 @@ class WorkspaceSettings(BaseModel):
     """
 
     agents: dict[str, Path] = Field(default_factory=dict)  # agent id -> workspace path
-    openclaw_dir: Path = Path("~/.openclaw")
+    # OpenClaw's state directory, found as OpenClaw finds it (openclaw_state_dir)
+    openclaw_dir: Path = Field(default_factory=lambda: openclaw_state_dir())
     extra_paths: list[Path] = Field(default_factory=list)  # relative to each workspace, or absolute
     # folders outside the workspaces that symlinks in a workspace may lead to (read and
     # written through); any other symlink out is refused (memoryd.workspace.safefs)

@@ -14,8 +14,14 @@ Where each file lives (paths overridable with ``--config`` and ``HOME``):
   ``~/.claude.json`` (``--scope user``), under ``mcpServers``.
 - Codex: ``~/.codex/config.toml`` (``$CODEX_HOME``; ``--scope user``, the default)
   or ``.codex/config.toml`` in the project, as ``[mcp_servers.memoryd]``.
-- OpenClaw: ``~/.openclaw/openclaw.json`` (``$OPENCLAW_CONFIG_PATH``):
-  ``plugins.load.paths``, ``plugins.entries.memoryd`` and ``mcp.servers.memoryd``.
+- OpenClaw: ``openclaw.json`` in OpenClaw's state directory (``$OPENCLAW_CONFIG_PATH``,
+  else ``$OPENCLAW_STATE_DIR``, ``~/.openclaw-<profile>`` or ``~/.openclaw``):
+  ``plugins.load.paths``, ``plugins.entries.memoryd`` and ``mcp.servers.memoryd``; and
+  one system per job (``jobs``): by default memoryd keeps the session notes and the
+  nightly dream, so OpenClaw's ``session-memory`` hook and memory-core's managed
+  dreaming are turned off (``jobs="openclaw"`` leaves them on and turns memoryd's
+  session notes off instead). Then ``openclaw plugins install --link`` records the
+  install, so OpenClaw trusts the plugin (run when ``openclaw`` is on PATH, else shown).
 
 No secret is written: an API key is referenced by the name of the environment
 variable that holds it.
@@ -81,12 +87,14 @@ class Connection:
 
 @dataclass
 class ConfigChange:
-    """One file's content before and after; ``notes`` are the next steps to print."""
+    """One file's content before and after; ``notes`` are the next steps to print;
+    ``commands`` are run after the write (each an argv)."""
 
     path: Path
     before: str
     after: str
     notes: list[str] = field(default_factory=list)
+    commands: list[list[str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -199,19 +207,38 @@ def _plain(item: Any) -> Any:
 
 
 # -- OpenClaw ----------------------------------------------------------------------------
+Jobs = Literal["memoryd", "openclaw"]
+JOBS: tuple[Jobs, ...] = ("memoryd", "openclaw")
+
+
+def openclaw_config_path() -> Path:
+    """OpenClaw's config file: ``$OPENCLAW_CONFIG_PATH``, else ``openclaw.json`` in its
+    state directory."""
+    from memoryd.settings import openclaw_state_dir
+
+    explicit = os.environ.get("OPENCLAW_CONFIG_PATH")
+    if explicit:
+        return Path(explicit).expanduser()
+    return openclaw_state_dir().expanduser() / "openclaw.json"
+
+
 def openclaw_change(
-    conn: Connection, *, plugin_dir: Path, config: Path | None = None
+    conn: Connection,
+    *,
+    plugin_dir: Path,
+    config: Path | None = None,
+    jobs: Jobs = "memoryd",
+    openclaw_command: str | None = None,
 ) -> ConfigChange:
-    if config is None:
-        explicit = os.environ.get("OPENCLAW_CONFIG_PATH")
-        config = (
-            Path(explicit).expanduser() if explicit else Path.home() / ".openclaw" / "openclaw.json"
-        )
+    """The openclaw.json change; ``openclaw_command`` (the ``openclaw`` executable, when
+    found) records the plugin's install after the write."""
+    config = config or openclaw_config_path()
     manifest = plugin_dir / "openclaw.plugin.json"
     if not manifest.is_file():
         raise InvalidInputError(
             f"no OpenClaw plugin at {plugin_dir} (openclaw.plugin.json is missing)",
-            "pass --plugin-dir pointing at memoryd's integrations/openclaw directory",
+            "pass --plugin-dir pointing at memoryd's OpenClaw plugin "
+            "(integrations/openclaw in a checkout)",
         )
     before = _read(config)
     data = _load_json(config, before, openclaw_hint=_openclaw_commands(conn, plugin_dir))
@@ -238,37 +265,75 @@ def openclaw_change(
         plugin_config["userId"] = conn.user_id
 
     servers = _object_at(_object_at(data, config, "mcp"), config, "mcp.servers")
+    servers[SERVER_NAME] = _openclaw_mcp_server(conn)
+
+    notes = []
+    if jobs == "memoryd":
+        plugin_config.pop("sessionNotes", None)
+        hooks = _object_at(_object_at(data, config, "hooks"), config, "hooks.internal")
+        session_memory = _object_at(
+            _object_at(hooks, config, "hooks.internal.entries"),
+            config,
+            "hooks.internal.entries.session-memory",
+        )
+        session_memory["enabled"] = False
+        core = _object_at(entries, config, "plugins.entries.memory-core")
+        dreaming = _object_at(
+            _object_at(core, config, "config"),
+            config,
+            "plugins.entries.memory-core.config.dreaming",
+        )
+        dreaming["enabled"] = False
+    else:
+        plugin_config["sessionNotes"] = False
+        notes.append(
+            "OpenClaw keeps session notes and dreams: add dream to pipelines.disabled in "
+            "memoryd.toml so memoryd's 02:00 dream does not rewrite MEMORY.md as well"
+        )
+    install = ["plugins", "install", "--link", "--force", "--accept-capabilities", str(plugin_dir)]
+    commands = [[openclaw_command, *install]] if openclaw_command else []
+    if not openclaw_command:
+        notes.append(
+            f"record the plugin's install (openclaw not found on PATH): openclaw {' '.join(install)}"
+        )
+    notes += [
+        "a running gateway applies the config at once; restart it to load a newly installed "
+        "plugin: openclaw gateway restart",
+        f"memoryd serve must be running at {conn.url} for diary capture",
+    ]
+    return ConfigChange(config, before, _dump_json(data, before), notes, commands)
+
+
+def _openclaw_mcp_server(conn: Connection) -> dict[str, Any]:
     if conn.transport == "stdio":
         server: dict[str, Any] = {"command": conn.command, "args": conn.stdio_args()}
         if conn.stdio_env():
             server["env"] = conn.stdio_env()
-    else:
-        headers = conn.scope_headers()
-        if conn.api_key_env:
-            headers["Authorization"] = f"Bearer ${{{conn.api_key_env}}}"
-        server = {"url": conn.mcp_url, "transport": "streamable-http", "headers": headers}
-    servers[SERVER_NAME] = server
-    notes = [
-        "restart the gateway: openclaw gateway restart",
-        f"memoryd serve must be running at {conn.url} for diary capture",
-    ]
-    return ConfigChange(config, before, _dump_json(data, before), notes)
+        return server
+    headers = conn.scope_headers()
+    if conn.api_key_env:
+        headers["Authorization"] = f"Bearer ${{{conn.api_key_env}}}"
+    return {"url": conn.mcp_url, "transport": "streamable-http", "headers": headers}
 
 
 def _openclaw_commands(conn: Connection, plugin_dir: Path) -> str:
     return (
-        "it has comments (JSON5), which setup will not rewrite; run instead: "
-        f"openclaw plugins install --link {plugin_dir} && openclaw plugins enable {PLUGIN_ID} && "
-        f"openclaw config set plugins.entries.{PLUGIN_ID}.hooks.allowConversationAccess true "
-        f"--strict-json && openclaw config set plugins.entries.{PLUGIN_ID}.config.url {conn.url}"
+        "it has comments (JSON5), which setup will not rewrite; follow the by-hand steps in "
+        f"{plugin_dir / 'README.md'} instead (openclaw plugins install --link --force "
+        f"--accept-capabilities {plugin_dir}, then openclaw config patch)"
     )
 
 
 def default_plugin_dir() -> Path:
-    """The plugin in this checkout: ``<repo>/integrations/openclaw`` next to ``src/``."""
+    """The plugin shipped with memoryd: ``memoryd/integrations/openclaw`` in the installed
+    package (the wheel's copy), else ``<repo>/integrations/openclaw`` in a checkout."""
     import memoryd
 
-    return Path(memoryd.__file__).resolve().parents[2] / "integrations" / "openclaw"
+    package = Path(memoryd.__file__).resolve().parent
+    shipped = package / "integrations" / "openclaw"
+    if (shipped / "openclaw.plugin.json").is_file():
+        return shipped.resolve()  # in a checkout, a link to <repo>/integrations/openclaw
+    return package.parents[1] / "integrations" / "openclaw"
 
 
 # -- JSON helpers --------------------------------------------------------------------------
@@ -345,6 +410,8 @@ def plan(
     project_dir: Path | None = None,
     plugin_dir: Path | None = None,
     conn: Connection,
+    jobs: Jobs = "memoryd",
+    openclaw_command: str | None = None,
 ) -> ConfigChange:
     """The change ``memoryd setup`` would make, without writing anything."""
     scope = scope or DEFAULT_SCOPE[target]
@@ -359,7 +426,13 @@ def plan(
             raise InvalidInputError(
                 "OpenClaw has one configuration per user", "run setup openclaw without --scope"
             )
-        return openclaw_change(conn, plugin_dir=plugin_dir or default_plugin_dir(), config=config)
+        return openclaw_change(
+            conn,
+            plugin_dir=plugin_dir or default_plugin_dir(),
+            config=config,
+            jobs=jobs,
+            openclaw_command=openclaw_command,
+        )
     raise InvalidInputError(f"unknown target {target!r}", f"use one of {', '.join(TARGETS)}")
 
 
@@ -374,11 +447,14 @@ def config_in_effect() -> Path | None:
 
 
 __all__ = [
+    "JOBS",
     "ConfigChange",
     "Connection",
+    "Jobs",
     "claude_code_change",
     "codex_change",
     "config_in_effect",
     "openclaw_change",
+    "openclaw_config_path",
     "plan",
 ]

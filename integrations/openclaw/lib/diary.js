@@ -76,10 +76,34 @@ export function safeId(value) {
 }
 
 /**
+ * Why a finished turn is not an exchange to keep, or null when it is: the run
+ * failed (`success: false`, an `error`), its answer ended in an error, or it
+ * has no answer at all (OpenClaw reports a context overflow as a success with
+ * an empty answer). Such a turn is skipped, never written as a normal exchange.
+ */
+export function failedTurn(event) {
+  if (event?.success === false) return `the run failed${event.error ? `: ${event.error}` : ""}`;
+  if (event?.error) return `the run reported an error: ${event.error}`;
+  const messages = Array.isArray(event?.messages) ? event.messages : [];
+  let lastUser = -1;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i]?.role === "user" && contentText(messages[i].content).trim()) {
+      lastUser = i;
+      break;
+    }
+  }
+  const answers = messages.slice(lastUser + 1).filter((m) => m?.role === "assistant");
+  if (answers.some((m) => m.stopReason === "error" || m.errorMessage)) return "the answer ended in an error";
+  if (lastUser >= 0 && !answers.some((m) => contentText(m.content).trim())) return "the turn has no answer";
+  return null;
+}
+
+/**
  * The POST /v1/diary body for an agent_end event, or null when there is
  * nothing to send.
  */
 export function diaryRequest(event, ctx, config) {
+  if (failedTurn(event) !== null) return null;
   const messages = lastTurn(event?.messages);
   if (messages.length === 0) return null;
   const body = {
@@ -130,6 +154,11 @@ export async function post(config, route, body, logger, what, fetchImpl = global
  */
 export async function captureTurn(event, ctx, config, logger, fetchImpl = globalThis.fetch) {
   if (!config.enabled) return null;
+  const failed = failedTurn(event);
+  if (failed !== null) {
+    logger?.info?.(`memoryd: turn of ${safeId(ctx?.agentId) ?? "main"} not kept in the diary: ${failed}`);
+    return null;
+  }
   const body = diaryRequest(event, ctx, config);
   if (body === null) return null;
   const answer = await post(config, "/v1/diary", body, logger, "diary capture", fetchImpl);

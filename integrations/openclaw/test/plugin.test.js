@@ -8,8 +8,16 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 
 import plugin from "../index.js";
-import { contentText, diaryRequest, lastTurn, resolveConfig, safeId } from "../lib/diary.js";
-import { conversation, eventMessages, transcriptMessages } from "../lib/session.js";
+import { contentText, diaryRequest, failedTurn, lastTurn, resolveConfig, safeId } from "../lib/diary.js";
+import {
+  agentOfSessionKey,
+  conversation,
+  eventMessages,
+  flushBeforeCompaction,
+  parseSqliteMarker,
+  sessionIdentity,
+  transcriptMessages,
+} from "../lib/session.js";
 
 const URL = process.env.MEMORYD_URL;
 const KEY = process.env.MEMORYD_TEST_KEY;
@@ -116,6 +124,33 @@ describe("pure parts", () => {
   });
 });
 
+describe("failed turns", () => {
+  const ask = { role: "user", content: "Summarise the incident report." };
+  test("a failed run, an error answer or no answer is not an exchange", () => {
+    assert.equal(failedTurn(session("r")), null);
+    assert.match(failedTurn({ success: false, error: "context overflow", messages: [ask] }), /run failed: context overflow/);
+    assert.match(failedTurn({ success: true, messages: [ask] }), /no answer/);
+    assert.match(
+      failedTurn({ success: true, messages: [ask, { role: "assistant", content: [], stopReason: "error", errorMessage: "400 context length" }] }),
+      /ended in an error/,
+    );
+    assert.equal(diaryRequest({ success: true, messages: [ask] }, { agentId: "main" }, resolveConfig({}, {})), null);
+  });
+
+  test("a failed turn posts nothing and says why", async () => {
+    let calls = 0;
+    const api = fakeApi({ url: "http://memoryd.test" });
+    const { captureTurn } = await import("../lib/diary.js");
+    const answer = await captureTurn({ success: true, messages: [ask] }, { agentId: "main" }, resolveConfig({}, {}), api.logger, async () => {
+      calls += 1;
+      return new Response("{}");
+    });
+    assert.equal(answer, null);
+    assert.equal(calls, 0);
+    assert.match(api.logs.join("\n"), /turn of main not kept in the diary: the turn has no answer/);
+  });
+});
+
 describe("compaction and reset", () => {
   test("the conversation is the user and assistant text, oldest first", () => {
     const msgs = conversation(session("r").messages);
@@ -145,6 +180,64 @@ describe("compaction and reset", () => {
       { role: "assistant", content: "Noted." },
     ]);
     assert.deepEqual(await eventMessages({ sessionFile: join(dir, "missing.jsonl") }), []);
+  });
+
+  test("OpenClaw 2026.9: a compaction without messages reads the transcript of the right agent", async () => {
+    assert.deepEqual(parseSqliteMarker("sqlite:ops:4f1c:/home/u/.openclaw/agents/ops/agent/openclaw-agent.sqlite"), {
+      agentId: "ops",
+      sessionId: "4f1c",
+      storePath: "/home/u/.openclaw/agents/ops/agent/openclaw-agent.sqlite",
+    });
+    assert.equal(parseSqliteMarker("/home/u/.openclaw/agents/ops/sessions/4f1c.jsonl"), null);
+    assert.equal(agentOfSessionKey("agent:ops:main"), "ops");
+    assert.equal(agentOfSessionKey("main"), undefined);
+    // manual, budget and overflow compactions: counts only, the context names the session
+    assert.deepEqual(sessionIdentity({ messageCount: 12, tokenCount: 9000 }, { agentId: "ops", sessionId: "s9", sessionKey: "agent:ops:main" }), {
+      agentId: "ops",
+      sessionId: "s9",
+      sessionKey: "agent:ops:main",
+    });
+    // in-run compaction: the context has only the session key
+    assert.deepEqual(sessionIdentity({ messageCount: 3 }, { sessionKey: "agent:ops:main" }), { agentId: "ops", sessionKey: "agent:ops:main" });
+    // harness paths: messageCount -1 and a sqlite marker
+    assert.deepEqual(sessionIdentity({ messageCount: -1, sessionFile: "sqlite:ops:s9:/x.sqlite" }, {}), { agentId: "ops", sessionId: "s9" });
+
+    const asked = [];
+    const readTranscript = async (scope) => {
+      asked.push(scope);
+      return session("r").messages;
+    };
+    const posted = [];
+    const fetchImpl = async (url, init) => {
+      posted.push({ url, body: JSON.parse(init.body) });
+      return new Response(JSON.stringify({ appended: 1, path: "memory/x.md" }));
+    };
+    const config = resolveConfig({ url: "http://memoryd.test" }, {});
+    const answer = await flushBeforeCompaction(
+      { messageCount: -1, sessionFile: "sqlite:ops:s9:/x.sqlite" },
+      { sessionKey: "agent:ops:main" },
+      config,
+      undefined,
+      fetchImpl,
+      readTranscript,
+    );
+    assert.equal(answer.appended, 1);
+    assert.deepEqual(asked, [{ agentId: "ops", sessionId: "s9", sessionKey: "agent:ops:main" }]);
+    assert.equal(posted.length, 1);
+    assert.equal(posted[0].url, "http://memoryd.test/v1/flush");
+    assert.equal(posted[0].body.agent_id, "ops");
+    assert.deepEqual(posted[0].body.messages.map((m) => m.role), ["user", "assistant", "user", "assistant"]);
+
+    // a marker is never read as a file, and a reader that fails gives nothing (logged)
+    const logs = [];
+    const logger = { warn: (m) => logs.push(m), debug: () => {} };
+    const broken = async () => {
+      throw new Error("database is locked");
+    };
+    assert.deepEqual(await eventMessages({ sessionFile: "sqlite:ops:s9:/x.sqlite" }, {}, { readTranscript: broken, logger }), []);
+    assert.match(logs.join("\n"), /cannot read the transcript of s9: database is locked/);
+    assert.deepEqual(await eventMessages({ sessionFile: "sqlite:ops:s9:/x.sqlite" }, {}, { readTranscript: null, logger }), []);
+    assert.doesNotMatch(logs.join("\n"), /session file/);
   });
 
   test("the hooks can be turned off", async () => {

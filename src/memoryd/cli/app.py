@@ -59,15 +59,25 @@ def _root(
 
 @app.command()
 def status(as_json: JsonOpt = False) -> None:
-    """Store, model and counts; per agent: files, chunks, last index, files waiting."""
+    """Store, model and counts; per agent: files, chunks, last index, files waiting; and a
+    warning for each job OpenClaw and memoryd both do (session notes, dreaming)."""
+    from memoryd.workspace.openclaw import duplicate_jobs
+
     with open_memory() as mem:
         info = mem.status()
         info["workspaces"] = Operator(mem).workspace_status()
+        settings = mem.settings
+    info["warnings"] = duplicate_jobs(
+        settings.workspace.openclaw_dir.expanduser(),
+        dream_enabled="dream" not in settings.pipelines.disabled,
+    )
     if as_json:
         print_json(info)
         return
-    print_fields({k: v for k, v in info.items() if k != "workspaces"})
+    print_fields({k: v for k, v in info.items() if k not in ("workspaces", "warnings")})
     workspace.print_workspace_status(console, info["workspaces"])
+    for warning in info["warnings"]:
+        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
 
 
 @app.command()

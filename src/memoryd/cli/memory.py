@@ -543,13 +543,20 @@ history = _by_id(
 
 
 def import_transcript(
-    path: Annotated[str, typer.Argument(help="a JSON-lines transcript, or - for stdin")],
+    path: Annotated[
+        str,
+        typer.Argument(help="a JSON-lines transcript, OpenClaw's session store, or - for stdin"),
+    ],
     user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
     session: Annotated[
         str | None,
-        typer.Option("--session", help="session id (default: the file's, or its name)"),
+        typer.Option(
+            "--session",
+            help="session id (default: the file's, or its name); in a session store, "
+            "the one session to import (default: all)",
+        ),
     ] = None,
     batch: Annotated[int, typer.Option("--batch", min=1, max=1000, help="messages per add")] = 200,
     url: UrlOpt = None,
@@ -558,57 +565,81 @@ def import_transcript(
 ) -> None:
     """Import a conversation transcript turn by turn (each turn indexed with its speaker,
     time and previous turn). Reads JSON lines of {"role", "content", "name"?,
-    "timestamp"?} or an OpenClaw session file (~/.openclaw/agents/<id>/sessions/*.jsonl)."""
-    import sys
-    from pathlib import Path
-
-    from memoryd.conversation import read_transcript
-
-    try:
-        if path == "-":
-            transcript = read_transcript(sys.stdin, "stdin")
-        else:
-            with Path(path).open(encoding="utf-8") as f:
-                transcript = read_transcript(f, path)
-    except OSError as exc:
-        usage(f"cannot read {path}: {exc.strerror or exc}")
-    except (MemorydError, UnicodeDecodeError) as exc:
-        usage(str(getattr(exc, "message", exc)))
-    if not transcript.messages:
-        usage(f"{path} has no user or assistant messages to import")
-    name = session or transcript.session or (Path(path).stem if path != "-" else None)
-    added = same = 0
-    total = len(transcript.messages)
+    "timestamp"?}, an older OpenClaw session file (~/.openclaw/agents/<id>/sessions/*.jsonl)
+    or OpenClaw 2026.9's session store (~/.openclaw/agents/<id>/agent/openclaw-agent.sqlite,
+    read-only: every session, or the one --session names)."""
+    transcripts = _read_transcripts(path, session)
+    added = same = skipped = 0
+    total = sum(len(t.messages) for _, t in transcripts)
     with (
         backend(url, key, user, agent, writes=True) as mem,
         progress_bar("importing messages", total, quiet=as_json) as advance,
     ):
-        for start in range(0, total, batch):
-            chunk = transcript.messages[start : start + batch]
-            events = mem.add(
-                None,
-                messages=chunk,
-                run_id=run,
-                metadata={"session": name} if name else None,
-                infer=False,
-            )
-            added += sum(1 for e in events if e.event == "ADD")
-            same += sum(1 for e in events if e.event == "NONE")
-            advance(len(chunk))
+        for name, transcript in transcripts:
+            for start in range(0, len(transcript.messages), batch):
+                chunk = transcript.messages[start : start + batch]
+                events = mem.add(
+                    None,
+                    messages=chunk,
+                    run_id=run,
+                    metadata={"session": name} if name else None,
+                    infer=False,
+                )
+                added += sum(1 for e in events if e.event == "ADD")
+                same += sum(1 for e in events if e.event == "NONE")
+                advance(len(chunk))
+            skipped += transcript.skipped
+    messages = total
+    names = [name for name, _ in transcripts]
     summary = {
-        "messages": len(transcript.messages),
+        "messages": messages,
         "added": added,
         "already_stored": same,
-        "skipped_entries": transcript.skipped,
-        "session": name,
+        "skipped_entries": skipped,
+        "session": names[0] if len(names) == 1 else None,
+        "sessions": names,
     }
     if as_json:
         print_json(summary)
         return
     console.print(
-        f"imported {len(transcript.messages)} messages as {added} turns"
-        f" ({same} already stored, {transcript.skipped} non-conversation entries skipped)"
+        f"imported {messages} messages as {added} turns"
+        f" ({same} already stored, {skipped} non-conversation entries skipped)"
     )
+
+
+def _read_transcripts(path: str, session: str | None) -> list[tuple[str | None, Any]]:
+    """``(session name, Transcript)`` for each session ``path`` holds (one, except in an
+    OpenClaw session store); usage errors exit with the reason."""
+    import sys
+
+    from memoryd.conversation import read_transcript
+    from memoryd.workspace import openclaw_store
+
+    found: list[tuple[str | None, Any]] = []
+    try:
+        if path == "-":
+            transcript = read_transcript(sys.stdin, "stdin")
+            found.append((session or transcript.session, transcript))
+        elif openclaw_store.is_store(Path(path)):
+            with openclaw_store.open_store(Path(path)) as conn:
+                ids = [s.session_id for s in openclaw_store.sessions(conn)]
+                if session is not None and session not in ids:
+                    usage(f"{path} has no session {session!r} (it has: {', '.join(ids) or 'none'})")
+                for sid in [session] if session else ids:
+                    lines = openclaw_store.session_lines(conn, sid)
+                    found.append((sid, read_transcript(lines, f"{path} session {sid}")))
+        else:
+            with Path(path).open(encoding="utf-8") as f:
+                transcript = read_transcript(f, path)
+            found.append((session or transcript.session or Path(path).stem, transcript))
+    except OSError as exc:
+        usage(f"cannot read {path}: {exc.strerror or exc}")
+    except (MemorydError, UnicodeDecodeError) as exc:
+        usage(str(getattr(exc, "message", exc)))
+    if not any(t.messages for _, t in found):
+        usage(f"{path} has no user or assistant messages to import")
+    return [(name, t) for name, t in found if t.messages]
 
 
 def register(app: typer.Typer) -> None:

@@ -1,10 +1,13 @@
 """Lessons from session logs (seed 003's lessons extractor).
 
-For each agent, every OpenClaw session transcript (``*.jsonl`` in
-``settings.lessons.sessions[agent]``, else ``lessons.sessions_dir`` with
-``{openclaw_dir}``/``{home}``/``{agent}`` filled in: by default
-``~/.openclaw/agents/<agent>/sessions``) is scanned from where the last run
-stopped for failure -> retry -> success episodes
+For each agent, every OpenClaw session transcript is scanned from where the last
+run stopped: the ``*.jsonl`` files in ``settings.lessons.sessions[agent]``, else
+``lessons.sessions_dir`` with ``{openclaw_dir}``/``{home}``/``{agent}`` filled in
+(by default ``~/.openclaw/agents/<agent>/sessions``, older OpenClaw), and every
+session in OpenClaw 2026.9's own SQLite store
+(``{openclaw_dir}/agents/<agent>/agent/openclaw-agent.sqlite``, read-only through
+:mod:`memoryd.workspace.openclaw_store`, each session read as the JSON lines it
+used to be written as). The scan looks for failure -> retry -> success episodes
 (:mod:`memoryd.pipelines.lessons_sessions`). Each episode becomes a lesson,
 scenario / wrong approach / correct approach / reason, by the LLM when one is
 configured and offline otherwise (:mod:`memoryd.pipelines.lessons_extract`);
@@ -15,7 +18,8 @@ DUPLICATE/NOVEL check) is dropped. New lessons are stored as shared
 ``experience`` memories of the agent (``infer=False``) and appended to its
 ``memory/lessons.md``; ``memory/INDEX.md`` is regenerated.
 
-Progress is kept per transcript in store kv (``lessons:sessions:<agent>``): the
+Progress is kept per transcript (a file's name, ``sqlite:<sessionId>`` for a
+session in the store) in store kv (``lessons:sessions:<agent>``): the
 byte offset read up to (before any failure still waiting for its retry), the
 context needed to resume there, and the episodes already decided past it. A
 lesson's id is derived from its session and tool-call ids, and it commits in
@@ -25,7 +29,10 @@ point and run again stores each lesson once and appends it once.
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.errors import InvalidInputError, UpstreamError
@@ -38,6 +45,7 @@ from memoryd.pipelines.lessons_text import clip, lesson_problem
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.settings import Settings
 from memoryd.validate import check_id
+from memoryd.workspace import openclaw_store
 from memoryd.workspace.layout import local_today
 
 NAME = "lessons"
@@ -77,7 +85,11 @@ def session_agents(ctx: PipelineContext) -> list[str]:
     found = set(ctx.agents()) | set(ctx.settings.lessons.sessions)
     root = ctx.settings.workspace.openclaw_dir.expanduser() / "agents"
     if root.is_dir():
-        found.update(p.name for p in root.iterdir() if (p / "sessions").is_dir())
+        found.update(
+            p.name
+            for p in root.iterdir()
+            if (p / "sessions").is_dir() or openclaw_store.store_path(root.parent, p.name).is_file()
+        )
     valid = []
     for agent in sorted(found):
         try:
@@ -136,7 +148,7 @@ def _is_duplicate(ctx: PipelineContext, text: str, result: RunResult) -> bool:
 
 
 def handle_episode(
-    ctx: PipelineContext, agent: str, episode: Episode, path: Path, result: RunResult
+    ctx: PipelineContext, agent: str, episode: Episode, source: str, result: RunResult
 ) -> None:
     """Decide one episode: already stored, not a lesson, a duplicate, or a new lesson."""
     memory = ctx.memory
@@ -179,7 +191,7 @@ def handle_episode(
                 "lesson": lesson.as_dict(),
                 "tool": episode.tool,
                 "session_id": episode.session_id,
-                "session_file": str(path),
+                "session_file": source,
                 "lines": [episode.failures[0].line, episode.success.line],
             },
         )
@@ -191,22 +203,65 @@ def handle_episode(
             result.count("duplicates_exact")
 
 
+@dataclass(frozen=True)
+class Transcript:
+    """One session's transcript: a JSONL file, or a session in OpenClaw's SQLite store
+    read as the same JSON lines. ``name`` keys its progress; ``where`` is for people."""
+
+    name: str
+    session_id: str
+    where: str
+    size: int
+    read: Callable[[int, int], bytes]  # (offset, limit) -> bytes
+
+
+def file_transcript(path: Path) -> Transcript:
+    return Transcript(
+        path.name,
+        path.stem,
+        str(path),
+        path.stat().st_size,
+        lambda offset, limit: _read_from(path, offset, limit),
+    )
+
+
+def _slicer(data: bytes) -> Callable[[int, int], bytes]:
+    return lambda offset, limit: data[offset : offset + limit]
+
+
+def store_transcripts(path: Path) -> list[Transcript]:
+    """Every session in an OpenClaw SQLite store, each read whole (sessions are small)."""
+    out = []
+    with openclaw_store.open_store(path) as conn:
+        for session in openclaw_store.sessions(conn):
+            data = openclaw_store.session_bytes(conn, session.session_id)
+            out.append(
+                Transcript(
+                    f"sqlite:{session.session_id}",
+                    session.session_id,
+                    f"{path} session {session.session_id}",
+                    len(data),
+                    _slicer(data),
+                )
+            )
+    return out
+
+
 def process_file(
-    ctx: PipelineContext, agent: str, path: Path, state: ScanState, result: RunResult
+    ctx: PipelineContext, agent: str, source: Transcript, state: ScanState, result: RunResult
 ) -> ScanState:
     """Scan one transcript from ``state`` and decide its new episodes; the next state."""
     s = ctx.settings.lessons
-    size = path.stat().st_size
-    if size < state.offset:
-        result.note(f"{path.name} is shorter than last time; reading it again from the start")
+    if source.size < state.offset:
+        result.note(f"{source.name} is shorter than last time; reading it again from the start")
         state = ScanState()
-    if size == state.offset:
+    if source.size == state.offset:
         return state
-    data = _read_from(path, state.offset, s.max_bytes_per_run)
-    scanned = scan(data, state, session_id=path.stem, retry_window=s.retry_window)
+    data = source.read(state.offset, s.max_bytes_per_run)
+    scanned = scan(data, state, session_id=source.session_id, retry_window=s.retry_window)
     if scanned.lines == 0 and len(data) >= s.max_bytes_per_run:
         result.error(
-            f"agent {agent}: {path.name} has a line longer than lessons.max_bytes_per_run "
+            f"agent {agent}: {source.name} has a line longer than lessons.max_bytes_per_run "
             f"({s.max_bytes_per_run} bytes) at byte {state.offset}; raise the limit to read it"
         )
         return state
@@ -220,32 +275,55 @@ def process_file(
         if episode.key in decided:
             result.count("already_decided")
         else:
-            handle_episode(ctx, agent, episode, path, result)
+            handle_episode(ctx, agent, episode, source.where, result)
         if episode.failures[0].offset >= nxt.offset:
             nxt.decided.append(episode.key)  # the next scan will see it again
     return nxt
 
 
+def transcripts(ctx: PipelineContext, agent: str, result: RunResult) -> list[Transcript]:
+    """``agent``'s transcripts: the JSONL files, then the sessions of OpenClaw's store."""
+    found: list[Transcript] = []
+    directory = sessions_dir(ctx.settings, agent)
+    if directory.is_dir():
+        for path in sorted(directory.glob("*.jsonl")):
+            if not path.is_file():
+                continue
+            try:
+                found.append(file_transcript(path))
+            except OSError as exc:
+                result.error(f"agent {agent}: cannot read {path.name}: {exc}")
+    store_file = openclaw_store.store_path(ctx.settings.workspace.openclaw_dir.expanduser(), agent)
+    if store_file.is_file():
+        try:
+            found += store_transcripts(store_file)
+        except InvalidInputError as exc:
+            result.error(f"agent {agent}: {exc.message} ({exc.hint})")
+        except (OSError, sqlite3.Error) as exc:
+            result.error(f"agent {agent}: cannot read {store_file}: {exc}")
+    if not found and ctx.agent is not None:
+        result.note(f"agent {agent}: no session transcripts at {directory} or {store_file}")
+    return found
+
+
 def lessons_from_sessions(ctx: PipelineContext, agent: str, result: RunResult) -> bool:
     """Scan ``agent``'s transcripts into ``result``; whether it found a new lesson."""
     store = ctx.memory.store
-    directory = sessions_dir(ctx.settings, agent)
-    if not directory.is_dir():
-        if ctx.agent is not None:
-            result.note(f"agent {agent}: no session transcripts at {directory}")
+    found = transcripts(ctx, agent, result)
+    if not found:
         return False
     states = dict(store.kv_get(_state_key(agent)) or {})
     before = result.counts.get("lessons", 0) + result.counts.get("would_store", 0)
-    for path in sorted(directory.glob("*.jsonl")):
-        if not path.is_file():
-            continue
+    for source in found:
         result.count("sessions")
         try:
-            nxt = process_file(ctx, agent, path, ScanState.from_json(states.get(path.name)), result)
+            nxt = process_file(
+                ctx, agent, source, ScanState.from_json(states.get(source.name)), result
+            )
         except OSError as exc:
-            result.error(f"agent {agent}: cannot read {path.name}: {exc}")
+            result.error(f"agent {agent}: cannot read {source.name}: {exc}")
             continue
-        states[path.name] = nxt.to_json()
+        states[source.name] = nxt.to_json()
         if not ctx.dry_run:
             store.kv_set(_state_key(agent), states)
     if not ctx.dry_run:

@@ -10,7 +10,8 @@ conversation is ``{"type": "message", "id", "parentId", "timestamp",
 * ``assistant``: ``content`` blocks of ``text``, ``thinking`` and ``toolCall``
   (``{"type": "toolCall", "id", "name", "arguments"}``);
 * ``toolResult``: ``{"toolCallId", "toolName", "content", "isError"}`` (``details``
-  may carry an ``exitCode``).
+  may carry an ``exitCode``, and in OpenClaw 2026.9 the ``error`` a failed tool
+  reported, which is then the failure's text).
 
 Other entry types (``model_change``, ``custom``, ``compaction``, ...) are skipped,
 and so are lines that are not JSON. Anthropic-style ``tool_use`` /
@@ -292,6 +293,10 @@ def _result(
         return  # its call was before this scan (and was settled then) or is missing
     attempt.output = text_of(message.get("content"))
     attempt.ok = not is_failure(message, attempt.output)
+    details = message.get("details")
+    if not attempt.ok and isinstance(details, Mapping) and isinstance(details.get("error"), str):
+        # OpenClaw 2026.9 reports a tool's failure as JSON text; its details say it plainly
+        attempt.output = details["error"]
     attempt.result_seq = seq
     attempt.result_line = line
 

@@ -120,3 +120,40 @@ def _workspace_in(config: dict[str, Any], openclaw_dir: Path, agent_id: str) -> 
 def _path(value: str, openclaw_dir: Path) -> Path:
     path = Path(value).expanduser()
     return path if path.is_absolute() else openclaw_dir / path
+
+
+def duplicate_jobs(openclaw_dir: Path, *, dream_enabled: bool) -> list[str]:
+    """Jobs OpenClaw and memoryd both do for the same workspaces, as warnings: session
+    notes on /new (OpenClaw's ``session-memory`` hook, memoryd's plugin) and the nightly
+    rewrite of MEMORY.md (memory-core's managed dreaming, memoryd's ``dream``). Empty
+    when memoryd's plugin is not configured in ``openclaw.json``."""
+    config = read_config(openclaw_dir)
+    entries = _at(config, "plugins", "entries")
+    ours = entries.get("memoryd")
+    if not isinstance(ours, dict) or ours.get("enabled") is False:
+        return []
+    fix = "run `memoryd setup openclaw --jobs memoryd` (or `--jobs openclaw`)"
+    warnings = []
+    hook = _at(config, "hooks", "internal", "entries", "session-memory")
+    our_notes = _at(ours, "config").get("sessionNotes") is not False
+    if hook.get("enabled") is True and our_notes:
+        warnings.append(
+            "OpenClaw's session-memory hook and memoryd both write a session note on /new "
+            f"(two notes of the same messages in memory/): {fix}"
+        )
+    core = entries.get("memory-core")
+    core = core if isinstance(core, dict) else {}
+    dreaming = _at(core, "config", "dreaming")
+    if core.get("enabled") is not False and dreaming.get("enabled") is not False and dream_enabled:
+        warnings.append(
+            "memory-core's managed dreaming (03:00) and memoryd's dream (02:00) both rewrite "
+            f"MEMORY.md and DREAMS.md: {fix}, or add dream to pipelines.disabled"
+        )
+    return warnings
+
+
+def _at(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+    for key in keys:
+        value = data.get(key)
+        data = value if isinstance(value, dict) else {}
+    return data
