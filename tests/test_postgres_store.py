@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from memoryd.errors import InvalidInputError, StoreError
-from memoryd.models import Filters, MemoryRecord
+from memoryd.models import Event, Filters, MemoryRecord, State
 from memoryd.settings import StoreSettings
 from memoryd.store import open_store
 from memoryd.store.postgres import PostgresStore
@@ -168,7 +168,8 @@ def test_keyword_search_stems_and_ignores_stop_words(pg: PostgresStore) -> None:
         r.embedding = np.ones(4, dtype=np.float32) / 2
         pg.add([r])
     assert [i for i, _ in pg.keyword_search("run", Filters(), 5)] == ["d0"]
-    assert pg.keyword_search("the", Filters(), 5) == []  # only stop words: no match at all
+    # only stop words: they are the query (as on SQLite), and the memory of nothing else wins
+    assert [i for i, _ in pg.keyword_search("the", Filters(), 5)] == ["d2", "d0"]
     assert pg.keyword_search("libraries", Filters(), 5)[0] == ("d1", 1.0)
 
 
@@ -339,16 +340,48 @@ def test_a_server_that_goes_away_is_a_store_error(tmp_path: object) -> None:
 
 
 def test_named_migrations_apply_once_and_catch_up_old_databases(pg_db: str) -> None:
-    open_store(pg_db).close()
+    """A database from before ``003_keyword_postings`` (a tsvector column, no postings)
+    upgrades in place when a newer memoryd opens it: every memory is analysed again and
+    searches find what they found before, with the same scores."""
+    store = open_store(pg_db)
+    records = [
+        MemoryRecord(id=f"u{n}", text=text, user_id=user, context="## Trips" if n % 2 else None)
+        for n, (user, text) in enumerate(
+            [
+                ("alice", "Flew to Lisbon for the conference"),
+                ("alice", "The Lisbon hotel was near the river"),
+                ("alice", "Booked a train to Porto"),
+                ("bob", "Lisbon again, then Madrid"),
+            ]
+        )
+    ]
+    store.add(records)
+    store.set_state("u2", State.DELETED, event=Event.DELETE)
+    queries = [("lisbon river", Filters(user_id="alice")), ("trips lisbon", Filters())]
+    before = [store.keyword_search(q, f, 10) for q, f in queries]
+    store.close()
     with psycopg.connect(pg_db, autocommit=True) as conn:  # as a database from older code
-        conn.execute("DELETE FROM memoryd.migrations WHERE name = '002_gin_fastupdate_off'")
-        conn.execute("ALTER INDEX memoryd.memories_tsv SET (fastupdate = on)")
-    open_store(pg_db).close()
+        conn.execute("DROP TRIGGER memories_kw ON memoryd.memories")
+        conn.execute("DROP FUNCTION memoryd.kw_sync()")
+        conn.execute("DROP TABLE memoryd.kw_postings, memoryd.kw_stats")
+        conn.execute("ALTER TABLE memoryd.memories DROP COLUMN kw")
+        conn.execute("ALTER TABLE memoryd.memories ADD COLUMN tsv tsvector NOT NULL DEFAULT ''")
+        conn.execute("CREATE INDEX memories_tsv ON memoryd.memories USING gin (tsv)")
+        conn.execute("DELETE FROM memoryd.migrations WHERE name <> '001_initial'")
+    store = open_store(pg_db)
+    after = [store.keyword_search(q, f, 10) for q, f in queries]
+    store.close()
     open_store(pg_db).close()  # and again: nothing left to do
     with psycopg.connect(pg_db) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM memoryd.migrations ORDER BY name")]
-        options = conn.execute(
-            "SELECT reloptions FROM pg_class WHERE oid = 'memoryd.memories_tsv'::regclass"
-        ).fetchone()
-    assert names == ["001_initial", "002_gin_fastupdate_off"]
-    assert options is not None and "fastupdate=off" in options[0]
+        columns = {
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = 'memoryd' AND table_name = 'memories'"
+            )
+        }
+    assert names == ["001_initial", "002_gin_fastupdate_off", "003_keyword_postings"]
+    assert "kw" in columns and "tsv" not in columns
+    assert before[0] and before[1] and "u2" not in dict(before[1])
+    assert after == before

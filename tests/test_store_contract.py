@@ -586,3 +586,95 @@ def test_searches_while_others_write_and_delete_never_fail(store: Store) -> None
         for t in readers:
             t.join()
     assert not errors, errors[:3]
+
+
+def test_keyword_scores_equal_the_embedded_stores(store: Store, tmp_path: Path) -> None:
+    """Every store scores keyword matches exactly as the embedded store's BM25 does, to
+    1e-6, on the same data: the same analyser, the same per-scope statistics, the same
+    normalisation (a PostgreSQL deployment ranks like the SQLite it grew out of)."""
+    from memoryd.store import open_store
+
+    reference = open_store(str(tmp_path / "reference.db"))
+    rng = np.random.default_rng(34)
+    vocab = [
+        "deploy",
+        "deploys",
+        "deployed",
+        "kubernetes",
+        "cluster",
+        "Zürich",
+        "café",
+        "running",
+        "runner",
+        "the",
+        "a",
+        "of",
+        "invoice",
+        "invoices",
+        "budget",
+        "quarterly",
+        "Lisbon",
+        "offsite",
+        "river",
+        "hotel",
+        "postgres",
+        "index",
+        "vacuum",
+        "replica",
+        "2024",
+        "migration",
+        "ops",
+        "dev",
+        "night",
+    ]
+    records = []
+    for i in range(240):
+        text = " ".join(rng.choice(vocab, size=int(rng.integers(1, 14))))
+        records.append(
+            rec(
+                i,
+                text,
+                user_id=("alice", "bob", "carol")[i % 3],
+                agent_id=("dev", "ops", None)[i % 4 % 3],
+                run_id="r1" if i % 5 == 0 else None,
+                category=("fact", "task")[i % 2],
+                context="## Ops notes" if i % 7 == 0 else None,
+            )
+        )
+    records.append(rec(900, "。。。", user_id="alice"))  # no word at all: counts for nothing
+    for s in (store, reference):
+        s.add(records)
+        s.update(_updated(s, "m3", "the quarterly budget moved to Lisbon"), event=Event.UPDATE)
+        for mid in ("m5", "m10", "m11"):
+            s.set_state(mid, State.DELETED, event=Event.DELETE)
+    queries = ["deploy the kubernetes cluster", "Quarterly invoices in Zürich", "the", "café 2024"]
+    scopes = [
+        Filters(),
+        Filters(user_id="alice"),
+        Filters(user_id="bob", agent_id="ops"),
+        Filters(user_id="alice", long_term_only=True),
+        Filters(user_id="carol", run_id="r1"),
+        Filters(user_id="alice", states=[State.ACTIVE, State.DELETED]),
+        Filters(user_id="bob", categories=["task"]),  # beyond the kept statistics
+        Filters(ids=[f"m{i}" for i in range(0, 240, 2)]),
+    ]
+    compared = 0
+    for query in queries:
+        for f in scopes:
+            want = dict(reference.keyword_search(query, f, 1000))
+            got = dict(store.keyword_search(query, f, 1000))
+            assert got.keys() == want.keys(), (query, f)
+            for mid, score in want.items():
+                assert abs(got[mid] - score) <= 1e-6, (query, f, mid, got[mid], score)
+            top = [s for _, s in store.keyword_search(query, f, 5)]
+            assert top == pytest.approx(sorted(want.values(), reverse=True)[:5], abs=1e-6)
+            compared += len(want)
+    reference.close()
+    assert compared > 1000
+
+
+def _updated(store: Store, memory_id: str, text: str) -> MemoryRecord:
+    found = store.get(memory_id)
+    assert found is not None
+    found.text = text
+    return found

@@ -43,6 +43,10 @@ class PostgresStoreSettings(BaseModel):
     hnsw_m: int = Field(default=16, ge=2, le=100)
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
     ef_search: int = Field(default=100, ge=1, le=1000)  # raised to the limit when smaller
+    # a vector search whose scope (user/agent/run/state) holds fewer memories than this
+    # scans them exactly instead of walking the HNSW graph: exact recall, and a cost
+    # that follows the scope's size (0: always the graph)
+    exact_scan_below: int = Field(default=20_000, ge=0)
     index_build_memory: str = Field(default="512MB", pattern=r"^\d+(kB|MB|GB)$")  # bulk_load
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -87,6 +88,28 @@ class Analyzer:
     def query(self, text: str) -> list[str]:
         """Distinct stems of the query's content words (stopwords dropped, see text.py)."""
         return list(dict.fromkeys(self.stems(keyword_terms(self.fold(text)))))
+
+
+_local = threading.local()
+
+
+def _analyzer() -> Analyzer:
+    """This thread's analyzer (a Snowball stemmer object is not safe to share)."""
+    found: Analyzer | None = getattr(_local, "analyzer", None)
+    if found is None:
+        found = _local.analyzer = Analyzer()
+    return found
+
+
+def term_counts(text: str) -> dict[str, int]:
+    """Each stem of ``text`` and how often it occurs: a document as BM25 sees it, for a
+    store that keeps its postings elsewhere (PostgreSQL); its length is the sum."""
+    return dict(Counter(_analyzer().document(text)))
+
+
+def query_stems(query: str) -> list[str]:
+    """The distinct stems a keyword query matches (see :meth:`Analyzer.query`)."""
+    return _analyzer().query(query)
 
 
 class _Postings:

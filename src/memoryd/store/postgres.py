@@ -7,13 +7,19 @@
   ``embedding::vector(dim)`` (``halfvec`` above 2000 dimensions, pgvector's
   limit), created on first write; queries use the same expression, so a model
   change (``memoryd reindex``) never needs an ALTER TABLE.
-* Keyword side: a ``tsvector`` (``english`` config, Snowball stemming, stop
-  words) with a GIN index, ranked by each word's ``ts_rank_cd`` weighted by its
-  inverse document frequency (BM25's idea, counted over the rows the search's
-  filter admits) and divided by the best hit, so scores are in [0, 1] like
-  SQLite's BM25. Documents and queries are both cut into ``\\w+`` words in
-  Python first, so they tokenise the same way on every server and no query
-  syntax ever reaches PostgreSQL.
+* Keyword side: the embedded store's BM25, to the same scores. Each memory's
+  stems and their counts (``keywords.term_counts``, the SQLite store's analyser)
+  go into a ``kw`` jsonb column; a trigger keeps, in the same transaction, a
+  postings table (term, user, memory -> term frequency, length, scope columns)
+  and per-scope statistics (memories with text and their total length per user,
+  agent, run and state). A search reads only its query terms' postings in its
+  scope (one covering-index range per term) and the scope's statistics (a few
+  rows), not every matching document nor a count of the scope; filters the
+  statistics do not cover (category, origin, time, source, ids) are counted
+  exactly per query instead.
+* Vector side: a scope smaller than ``exact_scan_below`` memories (known from
+  those statistics) is scanned exactly, so small users get exact recall at a cost
+  that follows their size; larger scopes walk the HNSW graph.
 * A psycopg pool; ``atomic()`` pins one connection to the calling thread and
   nests with savepoints. Several processes share the database safely; a
   pipeline takes ``run_lock``, a session-level advisory lock, so exactly one
@@ -25,10 +31,11 @@ psycopg is optional: ``pip install 'memoryd[postgres]'``.
 from __future__ import annotations
 
 import builtins
+import json
 import math
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -40,10 +47,10 @@ from memoryd.errors import DependencyMissingError, InvalidInputError, StoreError
 from memoryd.models import Filters, MemoryRecord, RankFacts
 from memoryd.search import turns
 from memoryd.search.entities import names_of
-from memoryd.search.text import query_words, words
 from memoryd.settings import PostgresStoreSettings, StoreSettings
 from memoryd.store import Store, register_store, sql
 from memoryd.store.filter_sql import PostgresFilterSQL
+from memoryd.store.keywords import K1, MIN_SCALE, B, query_stems, term_counts
 from memoryd.store.sql import Connection, Dialect, SQLStore
 
 if TYPE_CHECKING:
@@ -52,13 +59,9 @@ if TYPE_CHECKING:
 
 _INSTALL_HINT = "pip install 'memoryd[postgres]'"
 _MAX_VECTOR_DIM = 2000  # pgvector indexes vector up to 2000 dims, halfvec up to 4000
-#: keyword scores are divided by the best hit's, but never by less than this x the sum of
-#: the query's word weights (idf) in scope: the keyword-side counterpart of SQLite's
-#: ``keywords.MIN_SCALE`` on ``ts_rank_cd``'s scale (0.1 x occurrences / ln(1 + length)
-#: words: one mention in a 20-word memory is ~0.033), chosen the same way on the same
-#: conversations copied into PostgreSQL (bench/README.md, "weak keyword matches")
-KEYWORD_MIN_SCALE = 0.02
 _MAX_HALFVEC_DIM = 4000
+#: a migration step: SQL, or a function of the migrating connection
+Migration = str | Callable[["psycopg.Connection[Any]"], None]
 _MIN_PGVECTOR = (0, 8)
 
 
@@ -87,16 +90,9 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
 
 
-def _search_text(text: str) -> str:
-    """Words only: what goes into the tsvector, cut exactly like queries are."""
-    return " ".join(words(text))
-
-
-def _query_text(text: str) -> str:
-    """The query's words as plain text for ``to_tsvector`` (which stems them and drops
-    stop words): the same cut as documents (``search.text``), at most 64 distinct words,
-    and single letters dropped as on SQLite. Nothing here is ever parsed as query syntax."""
-    return " ".join(query_words(text)[:64])
+def _term_counts(text: str) -> str:
+    """A memory's stems and their counts as the ``kw`` column's jsonb."""
+    return json.dumps(term_counts(text), ensure_ascii=False)
 
 
 def _aware(dt: datetime) -> datetime:
@@ -122,7 +118,7 @@ def _float32(vector: np.ndarray | None) -> np.ndarray | None:
 
 
 #: Timestamps are TIMESTAMPTZ, embeddings pgvector ``vector``s, a list is bound as one
-#: array, and the keyword column is a ``tsvector`` of the text's words.
+#: array, and the keyword column is the text's stems and their counts (jsonb).
 DIALECT = Dialect(
     mark="%s",
     seq="seq",
@@ -131,9 +127,9 @@ DIALECT = Dialect(
     time_out=_utc,
     vector_in=_float32,
     vector_out=_to_numpy,
-    keyword_column="tsv",
-    keyword_in=_search_text,
-    keyword_value="to_tsvector('english', %s)",
+    keyword_column="kw",
+    keyword_in=_term_counts,
+    keyword_value="%s::jsonb",
     vector_value="%s::vector",
     row_lock=" FOR UPDATE",  # READ COMMITTED: get-then-update must hold the row
     serial_key="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
@@ -297,7 +293,10 @@ class PostgresStore(SQLStore):
                     if name in done:
                         continue
                     for statement in statements:
-                        conn.execute(statement)
+                        if callable(statement):
+                            statement(conn)
+                        else:
+                            conn.execute(statement)
                     conn.execute(f"INSERT INTO {self.t_migrations} (name) VALUES (%s)", (name,))
 
     def _ensure_extension(self, conn: psycopg.Connection[Any]) -> None:
@@ -339,7 +338,9 @@ class PostgresStore(SQLStore):
                 "MEMORYD_STORE__POSTGRES__DB_SCHEMA to another schema",
             )
 
-    def _migrations(self) -> builtins.list[tuple[str, builtins.list[str]]]:
+    def _migrations(self) -> builtins.list[tuple[str, builtins.list[Migration]]]:
+        """Named steps, applied in order in one transaction: SQL, or a function of the
+        connection for what SQL cannot do (the keyword backfill analyses text in Python)."""
         m = self.t_memories
         return [
             (
@@ -365,7 +366,93 @@ class PostgresStore(SQLStore):
                 "002_gin_fastupdate_off",
                 [f'ALTER INDEX "{self._schema}".memories_tsv SET (fastupdate = off)'],
             ),
+            (
+                # BM25 as the embedded store scores it, from maintained statistics
+                # (see the module docstring); the tsvector and its GIN index go
+                "003_keyword_postings",
+                [*self._keyword_schema(), f"ALTER TABLE {m} DROP COLUMN tsv", self._backfill_kw],
+            ),
         ]
+
+    def _keyword_schema(self) -> builtins.list[str]:
+        """The ``kw`` column, the postings and statistics tables and the trigger that keeps
+        them equal to the memories in every transaction, whichever statement writes.
+
+        The postings' key leads with the term and the user, so a user's search reads one
+        short range per query term; the other columns ride along in the index (an
+        index-only scan). Statistics count memories with at least one term, as the
+        embedded store's BM25 does."""
+        m, s = self.t_memories, f'"{self._schema}"'
+        same_scope = (
+            "{a}user_id = {r}.user_id AND {a}agent_id IS NOT DISTINCT FROM {r}.agent_id"
+            " AND {a}run_id IS NOT DISTINCT FROM {r}.run_id AND {a}state = {r}.state"
+        )
+        return [
+            f"ALTER TABLE {m} ADD COLUMN kw jsonb NOT NULL DEFAULT '{{}}'",
+            f"""CREATE TABLE {s}.kw_postings (
+                term TEXT NOT NULL, user_id TEXT NOT NULL, seq BIGINT NOT NULL,
+                agent_id TEXT, run_id TEXT, state TEXT NOT NULL,
+                tf INTEGER NOT NULL, len INTEGER NOT NULL,
+                PRIMARY KEY (term, user_id, seq) INCLUDE (tf, len, state, agent_id, run_id)
+            )""",
+            f"""CREATE TABLE {s}.kw_stats (
+                user_id TEXT NOT NULL, agent_id TEXT, run_id TEXT, state TEXT NOT NULL,
+                n BIGINT NOT NULL, total_len BIGINT NOT NULL,
+                UNIQUE NULLS NOT DISTINCT (user_id, agent_id, run_id, state)
+            )""",
+            f"""CREATE FUNCTION {s}.kw_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE l BIGINT;
+            BEGIN
+                IF TG_OP = 'UPDATE' AND NEW.kw = OLD.kw AND {same_scope.format(a="NEW.", r="OLD")} THEN
+                    RETURN NULL;
+                END IF;
+                IF TG_OP <> 'INSERT' THEN
+                    DELETE FROM {s}.kw_postings WHERE user_id = OLD.user_id AND seq = OLD.seq
+                        AND term IN (SELECT jsonb_object_keys(OLD.kw));
+                    SELECT coalesce(sum(value::bigint), 0) INTO l FROM jsonb_each_text(OLD.kw);
+                    IF l > 0 THEN
+                        UPDATE {s}.kw_stats SET n = n - 1, total_len = total_len - l
+                        WHERE {same_scope.format(a="", r="OLD")};
+                    END IF;
+                END IF;
+                IF TG_OP <> 'DELETE' THEN
+                    SELECT coalesce(sum(value::bigint), 0) INTO l FROM jsonb_each_text(NEW.kw);
+                    IF l > 0 THEN
+                        INSERT INTO {s}.kw_postings
+                            (term, user_id, seq, agent_id, run_id, state, tf, len)
+                        SELECT key, NEW.user_id, NEW.seq, NEW.agent_id, NEW.run_id, NEW.state,
+                            value::int, l
+                        FROM jsonb_each_text(NEW.kw);
+                        INSERT INTO {s}.kw_stats (user_id, agent_id, run_id, state, n, total_len)
+                        VALUES (NEW.user_id, NEW.agent_id, NEW.run_id, NEW.state, 1, l)
+                        ON CONFLICT (user_id, agent_id, run_id, state) DO UPDATE
+                        SET n = kw_stats.n + 1, total_len = kw_stats.total_len + l;
+                    END IF;
+                END IF;
+                RETURN NULL;
+            END $$""",
+            f"""CREATE TRIGGER memories_kw AFTER INSERT OR UPDATE OR DELETE ON {m}
+                FOR EACH ROW EXECUTE FUNCTION {s}.kw_sync()""",
+        ]
+
+    def _backfill_kw(self, conn: psycopg.Connection[Any]) -> None:
+        """Analyse every memory of a database from before ``003_keyword_postings`` (the
+        trigger files its postings and statistics)."""
+        after = 0
+        while True:
+            rows = conn.execute(
+                f"SELECT seq, text, context FROM {self.t_memories} WHERE seq > %s"
+                " ORDER BY seq LIMIT 1000",
+                (after,),
+            ).fetchall()
+            if not rows:
+                return
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"UPDATE {self.t_memories} SET kw = %s::jsonb WHERE seq = %s",
+                    [(_term_counts(f"{c}\n{t}" if c else t), q) for q, t, c in rows],
+                )
+            after = rows[-1][0]
 
     def _indexed_dims(self) -> set[int]:
         """Dimensions that already have an HNSW index (named ``memories_hnsw_<dim>``)."""
@@ -540,58 +627,119 @@ class PostgresStore(SQLStore):
         return super().get(memory_id)
 
     # -- retrieval ------------------------------------------------------------------------------
+    def _scope_sql(self, filters: Filters) -> tuple[str, builtins.list[Any]] | None:
+        """``AND ...`` over the scope columns that ``kw_postings`` and ``kw_stats`` share,
+        or None when ``filters`` also name what the statistics do not keep (a filter
+        expression, evidence turns left out, category, origin, time, source, ids)."""
+        f = filters
+        if (
+            f.categories is not None
+            or f.origins is not None
+            or f.created_after is not None
+            or f.created_before is not None
+            or f.source_path is not None
+            or f.ids is not None
+            or f.where is not None
+            or not f.evidence_turns
+        ):
+            return None
+        clauses: builtins.list[str] = []
+        params: builtins.list[Any] = []
+        for column in ("user_id", "agent_id", "run_id"):
+            value = getattr(f, column)
+            if value is not None:
+                clauses.append(f" AND {column} = %s")
+                params.append(value)
+        if f.long_term_only:
+            clauses.append(" AND run_id IS NULL")
+        if f.short_term_only:
+            clauses.append(" AND run_id IS NOT NULL")
+        if f.states is not None:
+            clauses.append(" AND state = ANY(%s)")
+            params.append([str(s) for s in f.states])
+        return "".join(clauses), params
+
+    def scope_size(self, filters: Filters) -> int | None:
+        """Memories with text that ``filters`` admit, from the maintained statistics (a
+        few rows), or None when the statistics do not cover those filters."""
+        scope = self._scope_sql(filters)
+        if scope is None:
+            return None
+        cond, params = scope
+        with self._read() as conn:
+            row = conn.execute(
+                f'SELECT coalesce(sum(n), 0) FROM "{self._schema}".kw_stats WHERE true {cond}',
+                params,
+            ).fetchone()
+        return int(row[0]) if row else 0
+
     def keyword_search(
         self, query: str, filters: Filters, limit: int
     ) -> builtins.list[tuple[str, float]]:
-        """Full-text candidates ranked like BM25: each query word's ``ts_rank_cd``
-        weighted by its inverse document frequency, the best hit scaled to 1.
+        """BM25 with the embedded store's analyser, statistics and scores (keywords.py):
+        N, the average length and each term's document frequency are those of the rows
+        ``filters`` admit, so one user's memories never change another's ranking.
 
-        ``ts_rank_cd`` alone weighs every word the same, so a word in half the
-        memories counts as much as a rare name. The frequencies are counted over the
-        rows ``filters`` admit, as on SQLite, so one user's memories never change
-        another's ranking: N is a count of the filter's rows (an index-only scan of
-        ``memories_scope`` for a user/agent/run/state filter), and a word's document
-        frequency is the number of matching rows that contain it, counted over the
-        matches the query reads and ranks anyway.
-        """
-        text = _query_text(query)
-        if not text or limit <= 0:
+        With filters on user, agent, run and state only (what searches use), N and the
+        total length come from ``kw_stats`` and the postings read are the query terms'
+        in that scope, so the cost follows the scope's matches, not the database. Other
+        filters join the memories and count the scope exactly. Scores are divided by the
+        best one, or by ``MIN_SCALE`` x the query's ceiling when that is larger, as on
+        SQLite; ties go to the older memory."""
+        terms = query_stems(query)
+        if not terms or limit <= 0:
             return []
-        where, params = self.dialect.where(filters)
-        extra = where.replace("WHERE", "AND", 1)
+        s = f'"{self._schema}"'
+        scope = self._scope_sql(filters)
+        if scope is not None:
+            cond, cparams = scope
+            postings = f"SELECT term, seq, tf, len FROM {s}.kw_postings WHERE term = ANY(%s){cond}"
+            stats = (
+                "SELECT sum(n)::float8 AS n, sum(total_len)::float8 AS tl"
+                f" FROM {s}.kw_stats WHERE true {cond}"
+            )
+            params: builtins.list[Any] = [terms, *cparams, *cparams]
+        else:
+            where, wparams = self.dialect.where(filters)
+            rows_sql = f"SELECT seq, kw FROM {self.t_memories} {where}"
+            postings = (
+                f"SELECT k.term, k.seq, k.tf, k.len FROM {s}.kw_postings k"
+                f" JOIN ({rows_sql}) m ON m.seq = k.seq WHERE k.term = ANY(%s)"
+            )
+            stats = (
+                "SELECT count(*) FILTER (WHERE l > 0)::float8 AS n, sum(l)::float8 AS tl"
+                " FROM (SELECT (SELECT coalesce(sum(value::bigint), 0)"
+                f" FROM jsonb_each_text(m.kw)) AS l FROM ({rows_sql}) m) AS lens"
+            )
+            params = [*wparams, terms, *wparams]
         with self._read() as conn:
             rows = conn.execute(
-                f"""WITH w AS (
-                    SELECT quote_literal(t.lexeme)::tsquery AS tq  -- lexemes of a tsvector are distinct
-                    FROM unnest(to_tsvector('english', %s)) AS t
-                ), q AS (
-                    SELECT string_agg(w.tq::text, ' | ')::tsquery AS q FROM w
-                ), hits AS MATERIALIZED (
-                    SELECT m.id, m.seq, m.tsv FROM {self.t_memories} m, q
-                    WHERE m.tsv @@ q.q {extra}
-                ), pop AS (
-                    SELECT count(*) AS n FROM {self.t_memories} {where}
-                ), idf AS MATERIALIZED (  -- once: inlined per hit it made a query quadratic
-                    SELECT w.tq, d.df, ln(1 + (pop.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-                    FROM w, pop, LATERAL (
-                        SELECT count(*) AS df FROM hits WHERE hits.tsv @@ w.tq
-                    ) AS d
+                f"""WITH p AS MATERIALIZED ({postings}),
+                st AS MATERIALIZED ({stats}),
+                w AS MATERIALIZED (
+                    SELECT d.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+                    FROM (SELECT term, count(*)::float8 AS df FROM p GROUP BY term) d, st
+                ), top AS (
+                    SELECT p.seq, sum(w.idf * p.tf * {K1 + 1.0}
+                        / (p.tf + {K1} * ({1.0 - B} + {B} * p.len / (st.tl / st.n)))) AS s
+                    FROM p JOIN w USING (term) CROSS JOIN st
+                    GROUP BY p.seq ORDER BY s DESC, p.seq LIMIT %s
                 )
-                SELECT hits.id, sum(idf.idf * ts_rank_cd(hits.tsv, idf.tq, 1)) AS s,
-                    (SELECT sum(i.idf) FROM idf i WHERE i.df > 0) AS idf_sum
-                FROM hits CROSS JOIN idf
-                GROUP BY hits.id, hits.seq ORDER BY s DESC, hits.seq LIMIT %s""",
-                (text, *params, *params, limit),
+                SELECT m.id, top.s, (SELECT sum(idf) FROM w) * {K1 + 1.0}
+                FROM top JOIN {self.t_memories} m USING (seq) ORDER BY top.s DESC, top.seq""",
+                (*params, limit),
             ).fetchall()
         if not rows:
             return []
-        floor = KEYWORD_MIN_SCALE * float(rows[0][2] or 0.0)
-        best = max(max(float(s) for _, s, _ in rows), floor) or 1.0
-        return [(mid, _clip(float(s) / best)) for mid, s, _ in rows]
+        best = max(float(rows[0][1]), MIN_SCALE * float(rows[0][2]))
+        return [(mid, _clip(float(score) / best)) for mid, score, _ in rows]
 
     def vector_search(
         self, vector: np.ndarray, filters: Filters, limit: int
     ) -> builtins.list[tuple[str, float]]:
+        """The ``limit`` nearest memories that ``filters`` admit: an exact scan of a
+        scope under ``exact_scan_below`` memories (through the scope index: its cost
+        follows the scope), else the HNSW graph with an iterative scan."""
         if limit <= 0:
             return []
         vector = np.asarray(vector, dtype=np.float32)
@@ -600,20 +748,26 @@ class PostgresStore(SQLStore):
         where, params = self.dialect.where(filters)
         extra = where.replace("WHERE", "AND", 1)
         distance = f"(embedding::{cast} <=> %s::{cast})"
-        query = (
-            f"SELECT id, {distance} AS d FROM {self.t_memories}"
+        size = self.scope_size(filters) if self.settings.exact_scan_below > 0 else None
+        exact = size is not None and size < self.settings.exact_scan_below
+        rows_sql = (
+            f"SELECT id, seq, {distance} AS d FROM {self.t_memories}"
             f" WHERE vector_dims(embedding) = {dim} {extra}"
-            f" ORDER BY {distance} LIMIT %s"
         )
-        args = (vector, *params, vector, limit)
+        if exact:  # OFFSET 0 keeps the planner from ordering through the graph
+            query = f"SELECT id, d FROM ({rows_sql} OFFSET 0) s ORDER BY d, seq LIMIT %s"
+            args: tuple[Any, ...] = (vector, *params, limit)
+        else:
+            query = f"{rows_sql} ORDER BY {distance} LIMIT %s"
+            args = (vector, *params, vector, limit)
         with self._read() as conn:
-            if limit <= self.settings.ef_search:  # the session's ef_search suffices
+            if exact or limit <= self.settings.ef_search:  # the session's ef_search suffices
                 rows = conn.execute(query, args).fetchall()
             else:  # more candidates than the graph walk keeps: widen it for this query
                 with conn.transaction():
                     conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, limit)}")
                     rows = conn.execute(query, args).fetchall()
-        return [(mid, _clip(1.0 - float(d))) for mid, d in rows]
+        return [(r[0], _clip(1.0 - float(r[-1]))) for r in rows]
 
     def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         if not ids:
