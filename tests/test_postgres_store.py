@@ -385,3 +385,33 @@ def test_named_migrations_apply_once_and_catch_up_old_databases(pg_db: str) -> N
     assert "kw" in columns and "tsv" not in columns
     assert before[0] and before[1] and "u2" not in dict(before[1])
     assert after == before
+
+
+def test_a_small_scope_is_scanned_exactly_and_a_large_one_through_the_graph(pg_db: str) -> None:
+    """The scope's size comes from the keyword statistics; below ``exact_scan_below`` the
+    vector search is an exact scan (the true top 10, whatever the graph would find)."""
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(600, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    records = []
+    for n, v in enumerate(vectors):
+        r = MemoryRecord(id=f"v{n}", text=f"note {n}", user_id="small" if n < 150 else "large")
+        r.embedding = v
+        records.append(r)
+    small = Filters(user_id="small")
+    exact = open_store(pg_db, StoreSettings(postgres={"exact_scan_below": 200}))
+    graph = open_store(pg_db, StoreSettings(postgres={"exact_scan_below": 0}))
+    try:
+        exact.add(records)
+        assert exact.scope_size(small) == 150  # type: ignore[attr-defined]
+        assert exact.scope_size(Filters(user_id="large")) == 450  # type: ignore[attr-defined]
+        assert exact.scope_size(Filters(user_id="small", categories=["x"])) is None  # type: ignore[attr-defined]
+        for q in rng.normal(size=(20, 32)).astype(np.float32):
+            q /= np.linalg.norm(q)
+            truth = [f"v{i}" for i in np.argsort(-(vectors[:150] @ q), kind="stable")[:10]]
+            assert [i for i, _ in exact.vector_search(q, small, 10)] == truth
+            via_graph = {i for i, _ in graph.vector_search(q, small, 10)}
+            assert via_graph <= {f"v{i}" for i in range(150)}  # filtered, whichever path
+    finally:
+        exact.close()
+        graph.close()

@@ -81,13 +81,21 @@ def missed(memory: Memory, now: datetime) -> list[str]:
 
 
 def latest_slot(memory: Memory, spec: PipelineSpec, now: datetime) -> datetime | None:
-    """The last scheduled time at or before ``now`` (within two days), or None."""
-    slot: datetime | None = None
-    fire = next_run(memory, spec, now - timedelta(days=2))
-    while fire is not None and fire <= now:
-        slot = fire
-        fire = next_run(memory, spec, fire)
-    return slot
+    """The last scheduled time at or before ``now`` (within five weeks), or None.
+
+    Every run of a slot carries it (``run_pipeline(due_at=...)``), so a second server
+    that fires the same slot skips it: a weekly or monthly slot must be found too (a
+    catch-up of one missed three days ago would otherwise run on every server). Two
+    days are looked at first, so a frequent schedule costs a few steps."""
+    for days in (2, 35):
+        slot: datetime | None = None
+        fire = next_run(memory, spec, now - timedelta(days=days))
+        while fire is not None and fire <= now:
+            slot = fire
+            fire = next_run(memory, spec, fire)
+        if slot is not None:
+            return slot
+    return None
 
 
 def _parse(value: str) -> datetime | None:
