@@ -34,6 +34,7 @@ default beats both.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -419,6 +420,10 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _tmpdir() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="memoryd-bench-pg-")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="locomo")
@@ -429,6 +434,12 @@ def main(argv: list[str] | None = None) -> None:
         "--modes",
         default="default",
         help="search modes, comma-separated: default (shipped fusion), vector, keyword",
+    )
+    ap.add_argument(
+        "--stores",
+        default="sqlite",
+        help="stores to run each path on, comma-separated: sqlite (the default), postgres "
+        "(a throwaway PostgreSQL, a fresh database per path; results keyed PATH@postgres)",
     )
     add_set_option(ap)
     ap.add_argument("--out", default=None)
@@ -451,12 +462,28 @@ def main(argv: list[str] | None = None) -> None:
         },
         "paths": {},
     }
-    for name in args.paths.split(","):
-        for mode in args.modes.split(","):
-            if mode not in MODES:
-                raise SystemExit(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-            key = name if mode == "default" else f"{name}[{mode}]"
-            results["paths"][key] = run_path(name, convs, count, mode, server_env)
+    stores = args.stores.split(",")
+    if set(stores) - {"sqlite", "postgres"}:
+        raise SystemExit(f"unknown store in {args.stores!r}; known: sqlite, postgres")
+    with contextlib.ExitStack() as stack:
+        pg_base = None
+        if "postgres" in stores:
+            from scale_pg import server  # a throwaway PostgreSQL 18 + pgvector
+
+            pg_base = stack.enter_context(server(None, stack.enter_context(_tmpdir())))
+        for store in stores:
+            for name in args.paths.split(","):
+                for mode in args.modes.split(","):
+                    if mode not in MODES:
+                        raise SystemExit(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+                    key = name if mode == "default" else f"{name}[{mode}]"
+                    env = dict(server_env)
+                    if store == "postgres" and pg_base is not None:
+                        from tests.pgserver import fresh_database
+
+                        env["MEMORYD_STORE__URL"] = fresh_database(pg_base)
+                        key += "@postgres"
+                    results["paths"][key] = run_path(name, convs, count, mode, env)
     results["meta"]["loadavg_end"] = loadavg()
     table = markdown(results)
     print(table)

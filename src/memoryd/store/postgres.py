@@ -63,6 +63,7 @@ _MAX_HALFVEC_DIM = 4000
 #: a migration step: SQL, or a function of the migrating connection
 Migration = str | Callable[["psycopg.Connection[Any]"], None]
 _MIN_PGVECTOR = (0, 8)
+_MIN_POSTGRES = 150000  # server_version_num
 
 
 def _import_psycopg() -> tuple[Any, Any, Any, type[Exception]]:
@@ -300,7 +301,14 @@ class PostgresStore(SQLStore):
                     conn.execute(f"INSERT INTO {self.t_migrations} (name) VALUES (%s)", (name,))
 
     def _ensure_extension(self, conn: psycopg.Connection[Any]) -> None:
-        """pgvector, 0.8 or newer (iterative index scans keep filtered searches full)."""
+        """PostgreSQL 15 or newer (the keyword statistics' NULLS NOT DISTINCT key) and
+        pgvector 0.8 or newer (iterative index scans keep filtered searches full)."""
+        server = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
+        if server < _MIN_POSTGRES:
+            raise StoreError(
+                f"{self.url} runs PostgreSQL {server // 10000}; memoryd needs 15 or newer",
+                "upgrade the server (pg_upgrade), or keep memoryd on SQLite",
+            )
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         found = row.fetchone()
         if found is None:
