@@ -777,11 +777,16 @@ class PostgresStore(SQLStore):
             )
             args = (vector, *params, vector, limit)
         with self._read() as conn:
-            if exact or limit <= self.settings.ef_search:  # the session's ef_search suffices
+            if exact:
                 rows = conn.execute(query, args).fetchall()
-            else:  # more candidates than the graph walk keeps: widen it for this query
+            else:
                 with conn.transaction():
-                    conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, limit)}")
+                    # a large scope is the graph's: left to itself, the planner reads a
+                    # user's rows through the scope index and sorts them all (seconds
+                    # for a user of 100k), since it cannot tell the graph's cost
+                    conn.execute("SET LOCAL enable_sort = off")
+                    if limit > self.settings.ef_search:  # more than the walk keeps
+                        conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, limit)}")
                     rows = conn.execute(query, args).fetchall()
         return [(mid, _clip(1.0 - float(d))) for mid, d in rows]
 
