@@ -592,6 +592,7 @@ def test_keyword_scores_equal_the_embedded_stores(store: Store, tmp_path: Path) 
     """Every store scores keyword matches exactly as the embedded store's BM25 does, to
     1e-6, on the same data: the same analyser, the same per-scope statistics, the same
     normalisation (a PostgreSQL deployment ranks like the SQLite it grew out of)."""
+    from memoryd.filters import parse
     from memoryd.store import open_store
 
     reference = open_store(str(tmp_path / "reference.db"))
@@ -657,6 +658,7 @@ def test_keyword_scores_equal_the_embedded_stores(store: Store, tmp_path: Path) 
         Filters(user_id="alice", states=[State.ACTIVE, State.DELETED]),
         Filters(user_id="bob", categories=["task"]),  # beyond the kept statistics
         Filters(ids=[f"m{i}" for i in range(0, 240, 2)]),
+        Filters(where=parse({"OR": [{"user_id": "bob"}, {"agent_id": "dev"}]})),  # filter language
     ]
     compared = 0
     for query in queries:
