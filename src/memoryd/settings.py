@@ -41,7 +41,10 @@ class PostgresStoreSettings(BaseModel):
     pool_max: int = Field(default=10, ge=1)
     connect_timeout_s: float = Field(default=10.0, gt=0)
     hnsw_m: int = Field(default=16, ge=2, le=100)
-    hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
+    # 200, not pgvector's 64: a big user's filtered search walks a better graph (top-10
+    # agreement with an exact scan 0.976 -> 0.994 on a 40k test table at ef_search 100),
+    # for a slower index build; existing indexes keep what they were built with
+    hnsw_ef_construction: int = Field(default=200, ge=4, le=1000)
     ef_search: int = Field(default=100, ge=1, le=1000)  # raised to the limit when smaller
     # a vector search whose scope (user/agent/run/state) holds fewer memories than this
     # scans them exactly instead of walking the HNSW graph: exact recall, and a cost
