@@ -1075,6 +1075,7 @@ class Memory:
                 similarity=s.newer_first_similarity,
                 margin=s.newer_first_margin,
                 gap_hours=s.newer_first_gap_hours,
+                window=s.newer_first_window,
             )
         return found
 

@@ -9,8 +9,8 @@ still finds "ingestion makes its HTTP calls with aiohttp" from March as readily 
 rewordings ("Kenji takes over the pager" / "Omar is on call this week") that a search
 hit shows side by side. A user asking wants what is true now first.
 
-So, among the hits a search returns (never beyond them: which memories come back is
-unchanged, only their order), a hit moves up above an older one when
+So, among the first ``newer_first_window`` (10) hits a search returns, a hit moves up
+above an older one when
 
 * it is newer by at least ``newer_first_gap_hours`` (what was said in one exchange
   keeps its order),
@@ -26,9 +26,14 @@ unchanged, only their order), a hit moves up above an older one when
   not put "Ravi owns the billing service" above "Ravi owns the search service"), and
 * the newer one states rather than asks.
 
-The moved hit takes the score of the one it passes, so scores stay in rank order for
-what comes after (MMR, budgets, clients that sort). An ``as_of`` search asks about the
-past and is left alone.
+Which memories come back is never changed, and neither is which ten come first, whatever
+``top_k``: only their order. Reordering deeper (a newer hit pulled from place 20 into the
+first ten of a top_k 25 search) cost evidence recall@10 on conversations, where a newer
+turn like an older one is usually not an update (LoCoMo messages path 0.796 -> 0.730,
+agent chats 0.851 -> 0.818; with the window both are unchanged by construction). The
+moved hit takes the score of the one it passes, so scores stay in rank order for what
+comes after (MMR, budgets, clients that sort). An ``as_of`` search asks about the past
+and is left alone.
 """
 
 from __future__ import annotations
@@ -64,16 +69,19 @@ def newer_first(
     similarity: float,
     margin: float,
     gap_hours: float,
+    window: int = 10,
 ) -> list[SearchHit]:
-    """``hits`` (best first) with newer evidence of the same thing moved above older."""
+    """``hits`` (best first) with newer evidence of the same thing moved above older,
+    within the first ``window`` hits."""
     if len(hits) < 2:
         return list(hits)
     order = list(range(len(hits)))
+    reach = min(len(hits), window)
     gap = gap_hours * 3600.0
     sims: np.ndarray | None = None
     moved_score = {n: hits[n].score for n in order}
     pos = 1
-    while pos < len(order):
+    while pos < reach:
         j = order[pos]
         target = None
         if not evidence[j].asks:
