@@ -82,8 +82,16 @@ def session(run: Run, *url: str) -> None:
         "list", "--user", "boss", "--agent", "dev", "--run", "2026-03-23", *url, "--json"
     )
     listed = json.loads(out)["results"]
-    # the extracted fact, and the turn it came from kept beside it as its evidence
+    # the extracted fact, once; the turn it came from is kept beside it as its evidence
+    # and listed on request
     assert {(r["memory"], r["origin"]) for r in listed} == {
+        ("We discussed refactoring the digest job.", "fact"),
+    }
+    code, out = run(
+        "list", "--user", "boss", "--agent", "dev", "--run", "2026-03-23", "--turns", *url, "--json"
+    )
+    assert code == 0, out
+    assert {(r["memory"], r["origin"]) for r in json.loads(out)["results"]} == {
         ("We discussed refactoring the digest job.", "fact"),
         ("We discussed refactoring the digest job.", "turn"),
     }

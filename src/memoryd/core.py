@@ -1038,11 +1038,15 @@ class Memory:
             pool = ranked[: turn_rank.pool_size(top_k, s)]
             reranked = turn_rank.rerank(pool, facts, s, when_question, how_wanted)
             ranked = reranked + ranked[len(pool) :]
+        reorder = s.newer_first_similarity < 1.0 and as_of is None
+        # newer-first orders the first newer_first_window hits whatever top_k is, so the first
+        # hits of a short search are the head of a long one's
+        wanted = max(top_k, s.newer_first_window) if reorder else top_k
         found: builtins.list[SearchHit] = []
         seen: set[str] = set()
         done = 0
-        while done < len(ranked) and len(found) < top_k:
-            batch = ranked[done : done + top_k - len(found) + 2]
+        while done < len(ranked) and len(found) < wanted:
+            batch = ranked[done : done + wanted - len(found) + 2]
             done += len(batch)
             got = {r.id: r for r in self.store.get_many([t[3].id for t in batch])}
             for final, _, weight, c in batch:
@@ -1063,9 +1067,9 @@ class Memory:
                         memory_type=memory_type(rec, s.shared_categories),
                     )
                 )
-                if len(found) == top_k:
+                if len(found) == wanted:
                     break
-        if s.newer_first_similarity < 1.0 and as_of is None and len(found) > 1:
+        if reorder and len(found) > 1:
             found = newer_first(
                 found,
                 [Evidence(facts[h.id].when, facts[h.id].asks) for h in found],
@@ -1077,7 +1081,7 @@ class Memory:
                 gap_hours=s.newer_first_gap_hours,
                 window=s.newer_first_window,
             )
-        return found
+        return found[:top_k]
 
     def search_combined(
         self,

@@ -156,6 +156,37 @@ class Operator:
         with self._store(source_url) as source, self._store(to) as target:
             return migrate(source, target, batch=batch, progress=progress)
 
+    def duplicate_jobs(self) -> list[str]:
+        """Jobs OpenClaw and memoryd both do (session notes, dreaming), as warnings."""
+        from memoryd.workspace.openclaw import duplicate_jobs
+
+        return duplicate_jobs(
+            self.settings.workspace.openclaw_dir.expanduser(),
+            dream_enabled="dream" not in self.settings.pipelines.disabled,
+        )
+
+    @staticmethod
+    def openclaw_sessions(
+        path: Path, session: str | None = None
+    ) -> list[tuple[str, list[str]]] | None:
+        """``(session id, its events as JSON lines)`` of an OpenClaw session store (all its
+        sessions, or ``session``), read-only; None when ``path`` is not one (a JSONL file)."""
+        from memoryd.workspace import openclaw_store
+
+        if not openclaw_store.is_store(path):
+            return None
+        with openclaw_store.open_store(path) as conn:
+            ids = [s.session_id for s in openclaw_store.sessions(conn)]
+            if session is not None and session not in ids:
+                raise InvalidInputError(
+                    f"{path} has no session {session!r} (it has: {', '.join(ids) or 'none'})",
+                    "pass one of them with --session, or none to import them all",
+                )
+            return [
+                (sid, list(openclaw_store.session_lines(conn, sid)))
+                for sid in ([session] if session else ids)
+            ]
+
     @contextmanager
     def _store(self, url: str | None = None) -> Iterator[Store]:
         """The store at ``url`` (default: the configured one), closed afterwards."""

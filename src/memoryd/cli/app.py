@@ -61,16 +61,10 @@ def _root(
 def status(as_json: JsonOpt = False) -> None:
     """Store, model and counts; per agent: files, chunks, last index, files waiting; and a
     warning for each job OpenClaw and memoryd both do (session notes, dreaming)."""
-    from memoryd.workspace.openclaw import duplicate_jobs
-
     with open_memory() as mem:
         info = mem.status()
         info["workspaces"] = Operator(mem).workspace_status()
-        settings = mem.settings
-    info["warnings"] = duplicate_jobs(
-        settings.workspace.openclaw_dir.expanduser(),
-        dream_enabled="dream" not in settings.pipelines.disabled,
-    )
+        info["warnings"] = Operator(mem).duplicate_jobs()
     if as_json:
         print_json(info)
         return

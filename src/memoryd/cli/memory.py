@@ -614,21 +614,16 @@ def _read_transcripts(path: str, session: str | None) -> list[tuple[str | None, 
     import sys
 
     from memoryd.conversation import read_transcript
-    from memoryd.workspace import openclaw_store
+    from memoryd.operator import Operator
 
     found: list[tuple[str | None, Any]] = []
     try:
         if path == "-":
             transcript = read_transcript(sys.stdin, "stdin")
             found.append((session or transcript.session, transcript))
-        elif openclaw_store.is_store(Path(path)):
-            with openclaw_store.open_store(Path(path)) as conn:
-                ids = [s.session_id for s in openclaw_store.sessions(conn)]
-                if session is not None and session not in ids:
-                    usage(f"{path} has no session {session!r} (it has: {', '.join(ids) or 'none'})")
-                for sid in [session] if session else ids:
-                    lines = openclaw_store.session_lines(conn, sid)
-                    found.append((sid, read_transcript(lines, f"{path} session {sid}")))
+        elif (stored := Operator.openclaw_sessions(Path(path), session)) is not None:
+            for sid, lines in stored:
+                found.append((sid, read_transcript(lines, f"{path} session {sid}")))
         else:
             with Path(path).open(encoding="utf-8") as f:
                 transcript = read_transcript(f, path)
