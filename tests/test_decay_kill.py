@@ -45,7 +45,7 @@ with Memory(Settings(), clock=clock) as memory:
     memory.embed_texts(["warm up"])
     print("ready", flush=True)
     result = decay(PipelineContext(memory=memory, name="decay", run_id=sys.argv[1], clock=clock))
-    print(json.dumps(result.counts), flush=True)
+    print(json.dumps({**result.counts, "errors": result.errors}), flush=True)
 """
 
 
@@ -78,7 +78,7 @@ def _start(root: Path, run_id: str) -> subprocess.Popen[str]:
     return proc
 
 
-def _finish(root: Path, run_id: str) -> tuple[dict[str, int], float]:
+def _finish(root: Path, run_id: str) -> tuple[dict[str, Any], float]:
     proc = _start(root, run_id)
     start = time.monotonic()  # from "ready": the decay run itself
     out, errors = proc.communicate(timeout=120)
@@ -173,7 +173,9 @@ def test_decay_killed_at_random_points_ends_like_an_uninterrupted_run(
             assert proc.stdout is not None and proc.stderr is not None
             proc.stdout.close()
             proc.stderr.close()
-        _finish(root, f"t{trial}final")
+        final, _ = _finish(root, f"t{trial}final")
+        # a problem the run isolated (an agent's INDEX.md not written) is named, not hidden
+        assert final["errors"] == [], f"trial {trial}: the run after the kills"
         got = _snapshot(root, embedder)
         assert got["records"] == expected["records"], f"trial {trial}"
         assert got["archives"] == expected["archives"], f"trial {trial}: archived twice?"
