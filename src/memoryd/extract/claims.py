@@ -320,7 +320,11 @@ def unlike(a: str, b: str) -> str | None:
     (conversation turns, diary lines): another environment or region, another named
     attribute, values of another kind ("port 5432" / "Tuesday"). What is left may be
     one fact said twice, a new value of it, or two facts the words cannot tell apart."""
-    x, y = claim(a), claim(b)
+    return claims_unlike(claim(a), claim(b))
+
+
+def claims_unlike(x: Claim, y: Claim) -> str | None:
+    """:func:`unlike` of two texts already sorted by :func:`claim`."""
     if x.qualifiers != y.qualifiers:
         return "another environment or region"
     if x.attributes and y.attributes and not x.attributes & y.attributes:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memoryd.extract.claims import announces_change, content, names_as_old, unlike
+from memoryd.extract.claims import Claim, claim, claims_unlike, content, names_as_old
 from memoryd.models import SearchHit
 
 
@@ -57,6 +57,14 @@ class Evidence:
 
 def _mentions(text: str, name: str) -> bool:
     return name in text.casefold()
+
+
+@dataclass(frozen=True)
+class _Said:
+    """A hit's words, sorted once per search (pairs compare them many times)."""
+
+    claim: Claim
+    words: set[str]
 
 
 def newer_first(
@@ -80,6 +88,13 @@ def newer_first(
     gap = gap_hours * 3600.0
     sims: np.ndarray | None = None
     moved_score = {n: hits[n].score for n in order}
+    parsed: dict[int, _Said] = {}
+
+    def said(n: int) -> _Said:
+        if n not in parsed:
+            parsed[n] = _Said(claim(hits[n].text), content(hits[n].text))
+        return parsed[n]
+
     pos = 1
     while pos < reach:
         j = order[pos]
@@ -99,11 +114,10 @@ def newer_first(
                     continue
                 if any(_mentions(older, q) and not _mentions(newer, q) for q in query_names):
                     continue
-                if unlike(newer, older) is not None:
+                new, old = said(j), said(i)
+                if claims_unlike(new.claim, old.claim) is not None:
                     continue
-                if not announces_change(newer) and not (query_words & content(older)) <= content(
-                    newer
-                ):
+                if not new.claim.changes and not (query_words & old.words) <= new.words:
                     continue
                 target = place
                 break
