@@ -64,3 +64,15 @@ def memoryd_serve(tmp_path: Path, **env: str) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def node_test_counts(cwd: Path, env: dict[str, str], node: str) -> dict[str, str]:
+    """Run ``node --test`` in ``cwd``; its pass / fail / skipped / cancelled counts (it
+    must exit 0)."""
+    import re
+
+    proc = subprocess.run(
+        [node, "--test"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return dict(re.findall(r"^# (pass|fail|skipped|cancelled) (\d+)$", proc.stdout, re.M))

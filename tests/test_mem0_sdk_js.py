@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.serve_kit import memoryd_serve
+from tests.serve_kit import memoryd_serve, node_test_counts
 
 HERE = Path(__file__).resolve().parent / "mem0_js"
 NODE = shutil.which("node")
@@ -61,14 +60,5 @@ def test_the_npm_sdk_quickstart_against_memoryd_serve(tmp_path: Path) -> None:
             "MEMORYD_ADMIN_KEY": "k-admin",
             "MEMORYD_ALICE_KEY": "k-alice",
         }
-        proc = subprocess.run(
-            [NODE or "node", "--test"],
-            cwd=HERE,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    counts = dict(re.findall(r"^# (pass|fail|skipped|cancelled) (\d+)$", proc.stdout, re.M))
-    assert counts == {"pass": "2", "fail": "0", "skipped": "0", "cancelled": "0"}, proc.stdout
+        counts = node_test_counts(HERE, env, NODE or "node")
+        assert counts == {"pass": "2", "fail": "0", "skipped": "0", "cancelled": "0"}, counts

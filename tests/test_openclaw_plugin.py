@@ -12,13 +12,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.serve_kit import memoryd_serve as serve
+from tests.serve_kit import node_test_counts
 
 PLUGIN = Path(__file__).resolve().parents[1] / "integrations" / "openclaw"
 NODE = shutil.which("node")
@@ -43,17 +43,8 @@ def test_plugin_posts_real_turns_into_the_agents_diary(memoryd_serve: tuple[str,
         "MEMORYD_TEST_KEY": "k-main",
         "MEMORYD_TEST_OPENCLAW_DIR": str(openclaw),
     }
-    proc = subprocess.run(
-        [NODE or "node", "--test"],
-        cwd=PLUGIN,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    counts = dict(re.findall(r"^# (pass|fail|skipped|cancelled) (\d+)$", proc.stdout, re.M))
-    assert counts == {"pass": "14", "fail": "0", "skipped": "0", "cancelled": "0"}, proc.stdout
+    counts = node_test_counts(PLUGIN, env, NODE or "node")
+    assert counts == {"pass": "14", "fail": "0", "skipped": "0", "cancelled": "0"}, counts
     notes = sorted((openclaw / "workspace-main" / "memory").glob("*.md"))
     diaries = [p for p in notes if re.fullmatch(r"\d{4}-\d\d-\d\d\.md", p.name)]
     assert len(diaries) == 1 and len(notes) == 2  # the diary and one session note (/new)
