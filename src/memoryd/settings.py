@@ -525,7 +525,24 @@ class WikiSettings(BaseModel):
     enabled: bool = False  # the nightly `wiki` pipeline (opt-in, like OpenClaw's plugin)
     min_mentions: int = Field(default=2, ge=1)  # claims naming an entity before it gets a page
     stale_days: int = Field(default=90, ge=1)  # a claim not confirmed for this long is stale
-    contradiction_similarity: float = Field(default=0.8, ge=0, le=1)  # same subject, two values
+    # two current claims this alike (cosine), on any pages, are compared by their words
+    # (memoryd.extract.claims): same subject and attribute, another value -> contested
+    # (the fact store compares what is extract.supersede_similarity alike: 0.5 too)
+    contradiction_similarity: float = Field(default=0.5, ge=0, le=1)
+    # names that are entities even when they only ever open a sentence ("Orion deploys ...")
+    entities: list[str] = Field(default_factory=list)
+    # one page per entity: a name -> the other spellings of it, matched in any case
+    aliases: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "PostgreSQL": ["Postgres", "pg", "psql"],
+            "Kubernetes": ["k8s", "kube"],
+            "JavaScript": ["JS"],
+            "TypeScript": ["TS"],
+            "MongoDB": ["Mongo"],
+            "Amazon Web Services": ["AWS"],
+            "Google Cloud": ["GCP"],
+        }
+    )
     max_edit_chars: int = Field(default=2000, ge=10)  # the text of one applied claim
 
 

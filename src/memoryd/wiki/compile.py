@@ -9,9 +9,11 @@ Output, a pure function of that input and today's date (so a rebuild of an
 unchanged store and workspace changes no byte):
 
 * one page per entity named in at least ``wiki.min_mentions`` statements (a
-  capitalised name such as "Ana Ruiz" or "Postgres", or the ``person`` a fact
-  is about; names differing only in case are one entity), and one topic page
-  per category or ``MEMORY.md`` section for the statements that name none;
+  name found by :mod:`memoryd.wiki.entities`, never a day, a language or a word
+  capitalised only because it opens a sentence; or the ``person`` a fact is
+  about; the spellings of one entity, "Postgres" / "PostgreSQL" / "pg", are one
+  page), and one topic page per category or ``MEMORY.md`` section for the
+  statements that name none;
 * on each page, its claims, each with its evidence, status, validity,
   confidence and when a source last confirmed it; superseded claims apart;
   then the notes line, below which a person's text is kept as it is;
@@ -20,11 +22,13 @@ unchanged store and workspace changes no byte):
   lint and apply.
 
 Statuses: ``superseded`` (a fact's text before an update or its replacement; an
-applied retirement), ``stale`` (not confirmed for ``wiki.stale_days``; applied),
-``contested`` (two current claims of a page that say different values about
-the same thing: texts at least ``wiki.contradiction_similarity`` alike whose
-numbers or negation differ), else ``current``. ``MEMORY.md`` lines carry no
-date: they are what the agent holds true now, so they never go stale.
+applied retirement), ``stale`` (not confirmed for ``wiki.stale_days``; applied; a
+``MEMORY.md`` line or applied claim that says what a superseded fact said),
+``contested`` (two current claims, on any pages, at least
+``wiki.contradiction_similarity`` alike, about the same subject and attribute with
+different values by the fact store's own offline test, :func:`disagree`), else
+``current``. ``MEMORY.md`` lines carry no date: they are what the agent holds true
+now, so time alone never makes them stale.
 
 memoryd owns the generated part of the pages it writes (they carry
 :data:`~memoryd.wiki.render.MARKER`). A Markdown file in ``wiki/`` without it
@@ -41,7 +45,7 @@ import os
 import re
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -52,6 +56,8 @@ import numpy as np
 
 from memoryd.core import Memory
 from memoryd.errors import MemorydError, PermissionDeniedError
+from memoryd.extract.claims import Verdict, claim, compare, unlike
+from memoryd.wiki.entities import Lexicon, fold, lexicon, merge_prefixes
 from memoryd.wiki.model import (
     RESERVED_TITLES,
     Claim,
@@ -62,9 +68,9 @@ from memoryd.wiki.model import (
 )
 from memoryd.wiki.render import MARKER, STATE_DIR, notes_of, render
 from memoryd.wiki.sources import (
+    OUTDATED,
     Said,
     applied,
-    entity_names,
     facts,
     load_edits,
     memory_md,
@@ -74,7 +80,7 @@ from memoryd.workspace.layout import WIKI_DIR, Workspace
 from memoryd.workspace.safefs import WorkspaceFS
 
 LOCK_FILE = "lock"
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+NEGATION_SIMILARITY = 0.8  # a denial contradicts only what it is this alike
 _NEGATION = re.compile(r"\b(?:not|never|no longer|no|none|n't)\b", re.IGNORECASE)
 LINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 _RANK = {"current": 0, "stale": 1, "contested": 2, "superseded": 3}
@@ -132,22 +138,36 @@ def vault_lock(ws: Workspace) -> Iterator[None]:
 
 
 # -- assembling the pages -----------------------------------------------------------------------
-def _entities(said: list[Said], min_mentions: int) -> dict[str, str]:
-    """Case-folded name -> its spelling (the most used; then the first in sort order),
-    for the names at least ``min_mentions`` statements mention."""
+def _lexicon(memory: Memory, said: list[Said]) -> Lexicon:
+    cfg = memory.settings.wiki
+    return lexicon((s.text for s in said), cfg.entities, cfg.aliases)
+
+
+def _entities(said: list[Said], lex: Lexicon, min_mentions: int) -> dict[str, str]:
+    """Entity key (:meth:`Lexicon.key`) -> its spelling (the most used of the key's own;
+    then the first in sort order), for the names at least ``min_mentions`` statements
+    mention. Spellings that the first-letters rule joins are merged first."""
+    spellings: dict[str, set[str]] = defaultdict(set)
+    named = [_names(s, lex) for s in said]
+    for names in named:
+        for n in names:
+            spellings[lex.key(n)].add(n)
+    merge_prefixes(lex, spellings)
     mentions: dict[str, Counter[str]] = defaultdict(Counter)
-    for s in said:
-        for key, spelling in {n.casefold(): n for n in _names(s)}.items():
+    for names in named:
+        for key, spelling in {lex.key(n): n for n in reversed(names)}.items():
             mentions[key][spelling] += 1
-    return {
-        key: min(spellings, key=lambda n: (-spellings[n], n))
-        for key, spellings in mentions.items()
-        if sum(spellings.values()) >= min_mentions
-    }
+    out = {}
+    for key, counts in mentions.items():
+        if sum(counts.values()) < min_mentions:
+            continue
+        own = [n for n in counts if fold(n) == key] or list(counts)
+        out[key] = min(own, key=lambda n: (-counts[n], n))
+    return out
 
 
-def _names(s: Said, known: Collection[str] = ()) -> list[str]:
-    return list(dict.fromkeys([*s.names, *entity_names(s.text, known)]))
+def _names(s: Said, lex: Lexicon, known: Collection[str] = ()) -> list[str]:
+    return list(dict.fromkeys([*s.names, *lex.names(s.text, known)]))
 
 
 def _absorb(kept: Claim, other: Claim) -> None:
@@ -167,7 +187,8 @@ def build(memory: Memory, ws: Workspace, today: date | None = None) -> dict[str,
     today = today or memory.clock().date()
     edits = load_edits(ws)
     said = [*merge([*facts(memory, ws), *memory_md(ws)]), *applied(edits)]
-    entities = _entities(said, cfg.min_mentions)
+    lex = _lexicon(memory, said)
+    entities = _entities(said, lex, cfg.min_mentions)
     pages: dict[str, Page] = {}  # by case-folded title: one file on every file system
     by_id: dict[tuple[str, str], Claim] = {}
 
@@ -179,8 +200,8 @@ def build(memory: Memory, ws: Workspace, today: date | None = None) -> dict[str,
 
     entity_title = {key: page(name, "entity").title for key, name in sorted(entities.items())}
     for s in said:
-        names = _names(s, entity_title)
-        where = [entity_title[n.casefold()] for n in names if n.casefold() in entity_title]
+        keys = [lex.key(n) for n in _names(s, lex, entity_title)]
+        where = [entity_title[k] for k in keys if k in entity_title]
         if s.origin == "applied":  # an applied claim goes where it was put
             where = [s.topic]
         targets = [page(t, "entity") for t in dict.fromkeys(where)] or [page(s.topic, "topic")]
@@ -218,9 +239,11 @@ def build(memory: Memory, ws: Workspace, today: date | None = None) -> dict[str,
                 c.valid_until = c.valid_until or e.get("at")
             elif c.status == "current" and c.confirmed and c.confirmed < stale_before:
                 c.status = "stale"
-        _mark_contradictions(memory, p)
+    _stale_by_supersession(memory, pages)
+    _mark_contradictions(memory, pages)
+    for p in pages.values():
         p.claims.sort(key=lambda c: (c.status == "superseded", c.valid_from or "", c.text))
-        named = {n.casefold() for c in p.claims for n in entity_names(c.text, entity_title)}
+        named = {lex.key(n) for c in p.claims for n in lex.names(c.text, entity_title)}
         p.links = sorted(
             {entity_title[k] for k in named if k in entity_title} - {p.title},
             key=lambda t: (t.casefold(), t),
@@ -228,21 +251,74 @@ def build(memory: Memory, ws: Workspace, today: date | None = None) -> dict[str,
     return {p.title: p for p in sorted(pages.values(), key=lambda p: (p.title.casefold(), p.title))}
 
 
-def _mark_contradictions(memory: Memory, p: Page) -> None:
-    live = [c for c in p.claims if c.status == "current"]
-    if len(live) < 2:
+def _unique(pages: dict[str, Page], keep: Callable[[Claim], bool]) -> dict[str, list[Claim]]:
+    """Claim id -> its copies on every page, for the claims ``keep`` picks."""
+    out: dict[str, list[Claim]] = defaultdict(list)
+    for p in pages.values():
+        for c in p.claims:
+            if keep(c):
+                out[c.id].append(c)
+    return out
+
+
+def _stale_by_supersession(memory: Memory, pages: dict[str, Page]) -> None:
+    """A ``MEMORY.md`` line or applied claim that says what a superseded fact said (the
+    same words, or :func:`~memoryd.extract.claims.compare` finds nothing new either
+    way) is stale: the fact store has since learned another value."""
+    said = _unique(pages, lambda c: c.status == "current" and c.origin != "fact")
+    gone = _unique(
+        pages,
+        lambda c: c.origin == "fact" and (c.status == "superseded" or c.note == OUTDATED),
+    )
+    if not said or not gone:
         return
-    vecs = memory.embed_texts([c.text for c in live])  # cached by text: a rebuild is cheap
+    a, b = sorted(said), sorted(gone)
+    va = memory.embed_texts([said[i][0].text for i in a])
+    vb = memory.embed_texts([gone[i][0].text for i in b])
+    limit = memory.settings.wiki.contradiction_similarity
+    for i, j in zip(*np.nonzero((va @ vb.T) >= limit), strict=True):
+        line, old = said[a[int(i)]], gone[b[int(j)]][0]
+        if line[0].status != "current":
+            continue
+        verdicts = {compare(line[0].text, old.text)[0], compare(old.text, line[0].text)[0]}
+        if verdicts == {Verdict.SAME}:
+            for c in line:
+                c.status, c.valid_until = "stale", old.valid_until
+                c.note = f"the fact saying this ({old.id}) was superseded"
+
+
+def disagree(a: str, b: str, cosine: float) -> bool:
+    """Two statements about the same subject and attribute with different values: the fact
+    store's offline test (:func:`~memoryd.extract.claims.compare`) finds a new value either
+    way, and the two name one attribute (port, owner, ...) or give values of one kind that
+    differ ("moved to Lisbon" / "runs the Lisbon office" name neither). Or, ``cosine`` at
+    least :data:`NEGATION_SIMILARITY` alike, one denies what the other says."""
+    if Verdict.SUPERSEDES in (compare(a, b)[0], compare(b, a)[0]):
+        x, y = claim(a), claim(b)
+        if x.attributes & y.attributes or (x.values and y.values and x.values != y.values):
+            return True
+    negation = bool(_NEGATION.search(a)) != bool(_NEGATION.search(b))
+    return negation and cosine >= NEGATION_SIMILARITY and unlike(a, b) is None
+
+
+def _mark_contradictions(memory: Memory, pages: dict[str, Page]) -> None:
+    """Two current claims, on any pages, that :func:`disagree` are both contested."""
+    live = _unique(pages, lambda c: c.status == "current")
+    ids = sorted(live)
+    if len(ids) < 2:
+        return
+    vecs = memory.embed_texts([live[i][0].text for i in ids])  # cached by text
     sims = vecs @ vecs.T
     limit = memory.settings.wiki.contradiction_similarity
+    against: dict[str, list[str]] = defaultdict(list)
     for i, j in zip(*np.nonzero(np.triu(sims, 1) >= limit), strict=True):
-        a, b = live[int(i)], live[int(j)]
-        numbers_differ = set(_NUMBER.findall(a.text)) != set(_NUMBER.findall(b.text))
-        negation_differs = bool(_NEGATION.search(a.text)) != bool(_NEGATION.search(b.text))
-        if numbers_differ or negation_differs:
-            for c, other in ((a, b), (b, a)):
-                c.status = "contested"
-                c.note = f"contradicts {other.id}"
+        a, b = ids[int(i)], ids[int(j)]
+        if disagree(live[a][0].text, live[b][0].text, float(sims[i, j])):
+            against[a].append(b)
+            against[b].append(a)
+    for cid, others in against.items():
+        for c in live[cid]:
+            c.status, c.note = "contested", "contradicts " + ", ".join(sorted(others))
 
 
 # -- writing ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,6 @@ from memoryd.core import Memory
 from memoryd.errors import InvalidInputError
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, State
 from memoryd.search.pool import pool_filters
-from memoryd.search.text import STOPWORDS
 from memoryd.wiki.model import normalise
 from memoryd.workspace.layout import WIKI_DIR, Workspace
 
@@ -34,9 +33,6 @@ EDITS_FILE = "edits.json"
 GENERAL = "General"
 # how core.py words the reason of a fact that reconciliation replaced (``_reason``)
 RECONCILED = "reconcile delete"
-# capitalised words, runs of them joined ("Ana Ruiz", "Wells Fargo")
-_NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
-_POSSESSIVE = re.compile(r"['’]s?$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
@@ -195,33 +191,26 @@ def applied(edits: list[dict[str, Any]]) -> list[Said]:
     return out
 
 
-def entity_names(text: str, known: Collection[str] = ()) -> list[str]:
-    """The capitalised names in ``text``: runs of capitalised words, without leading
-    stopwords. A single capitalised word that opens a sentence is no name ("Backups run
-    nightly") unless it is one of the ``known`` (case-folded) names ("Orion runs ...")."""
-    names = []
-    for m in _NAME.finditer(text):
-        words = [_POSSESSIVE.sub("", w) for w in m.group(0).split()]
-        before = text[: m.start()].rstrip()
-        opening = not before or before.endswith((".", "!", "?", ":"))
-        if len(words) == 1 and opening and words[0].casefold() not in known:
-            words = []
-        while words and words[0].casefold() in STOPWORDS:
-            words = words[1:]
-        if words and not (len(words) == 1 and len(words[0]) < 3):
-            names.append(" ".join(words))
-    return list(dict.fromkeys(names))
-
-
+#: The note of a claim whose words a superseded fact said (no current fact says them).
+OUTDATED = "the fact saying this was superseded by a newer one"
 _RANK = {"current": 0, "stale": 1, "contested": 2, "superseded": 3}
 
 
 def merge(said: Iterable[Said]) -> list[Said]:
     """One statement per text: the evidence of repeats joined, the liveliest status kept
-    (a text a fact has again after an update is current, not superseded)."""
+    (a text a fact has again after an update is current, not superseded).
+
+    A ``MEMORY.md`` line that says, word for word, what a fact said before the store
+    superseded it (and no current fact says) is stale: a newer value is known."""
     by_key: dict[str, Said] = {}
+    facts_now: dict[str, bool] = {}  # key -> a current fact says it
+    replaced: dict[str, Said] = {}  # key -> a superseded fact that said it
     for s in said:
         key = s.text.casefold()
+        if s.origin == "fact":
+            facts_now[key] = facts_now.get(key, False) or s.status == "current"
+            if s.status == "superseded":
+                replaced.setdefault(key, s)
         if key not in by_key:
             by_key[key] = s
             continue
@@ -234,4 +223,9 @@ def merge(said: Iterable[Said]) -> list[Said]:
         kept.names = list(dict.fromkeys([*kept.names, *s.names]))
         if kept.origin != s.origin and s.origin == "fact":
             kept.topic, kept.origin = s.topic, s.origin
+    for key, old in replaced.items():
+        kept = by_key[key]
+        if not facts_now[key] and kept.status == "current":
+            kept.status, kept.valid_until = "stale", old.valid_until
+            kept.note = OUTDATED
     return list(by_key.values())
