@@ -95,7 +95,7 @@ def test_spellings_of_one_entity_are_one_page(mem: Memory) -> None:
 
 
 def test_names_are_folded_and_aliases_found_in_any_case() -> None:
-    from memoryd.wiki.entities import lexicon
+    from memoryd.wiki.entities import lexicon, merge_prefixes
 
     lex = lexicon(
         ["Ana uses Node.js daily", "Reports come from NodeJS"],
@@ -104,6 +104,13 @@ def test_names_are_folded_and_aliases_found_in_any_case() -> None:
     assert lex.key("Node.js") == lex.key("NodeJS") == lex.key("nodejs")
     assert lex.names("Deploys go to K8S and pg_dump runs nightly") == ["Kubernetes"]
     assert lex.names("Yesterday Ana Ruiz met Bo Chen on Monday") == ["Ana Ruiz", "Bo Chen"]
+    # the first-letters rule: a short capitalised ending, and never a short name
+    spellings = {"dynamo": {"Dynamo"}, "dynamodb": {"DynamoDB"}}
+    spellings |= {"maria": {"Maria"}, "mariadb": {"MariaDB"}, "elastic": {"Elastic"}}
+    spellings |= {"elasticsearch": {"Elasticsearch"}}
+    merge_prefixes(lex, spellings)
+    assert lex.key("Dynamo") == "dynamodb"
+    assert [lex.key(n) for n in ("Maria", "Elastic")] == ["maria", "elastic"]
 
 
 def test_contradictions_are_found_across_pages(mem: Memory) -> None:

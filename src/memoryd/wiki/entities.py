@@ -52,7 +52,7 @@ PEOPLES = frozenset(
     peruvian latin european asian western eastern northern southern""".split()  # noqa: SIM905
 )
 #: The shortest name the first-letters rule merges into a longer one.
-MIN_PREFIX = 4
+MIN_PREFIX = 6  # "Dynamo" joins "DynamoDB"; "Maria" stays apart from "MariaDB"
 MAX_ENDING = 3
 
 
