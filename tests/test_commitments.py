@@ -302,3 +302,77 @@ def test_a_diary_symlinked_out_of_the_workspace_is_not_read(mem: Memory, tmp_pat
     diary.symlink_to(planted)
     record = run_pipeline(mem, "commitments")
     assert commitments.listing(mem, "dev") == [], record.notes
+
+
+def exchange(mem: Memory, user: str, assistant: str, channel: str | None = None) -> None:
+    result = capture(
+        mem,
+        agent_id="dev",
+        channel=channel,
+        messages=[{"role": "user", "content": user}, {"role": "assistant", "content": assistant}],
+    )
+    assert result.written, result
+
+
+@pytest.fixture
+def roomy(tmp_path: Path, embedder: Embedder, clock: FixedClock) -> Iterator[Memory]:
+    """Room for four commitments a day (three is the default cap)."""
+    m = Memory(make_settings(tmp_path, max_per_day=4), embedder=embedder, clock=clock)
+    yield m
+    m.close()
+
+
+def test_the_users_remind_me_and_the_assistants_i_will_are_one_commitment(
+    roomy: Memory, clock: FixedClock
+) -> None:
+    mem = roomy
+    exchange(
+        mem,
+        "Remind me on Friday to renew the domain.",
+        "Sure, I'll remind you on Friday to renew the domain.",
+    )
+    clock.now += timedelta(minutes=10)  # the next exchange: asked, then promised
+    exchange(mem, "Can you remind me tomorrow to call the landlord?", "Will do.")
+    clock.now += timedelta(minutes=2)
+    exchange(
+        mem,
+        "And the landlord call, can you handle that?",
+        "I will make sure to remind you tomorrow about calling the landlord.",
+    )
+    clock.now += timedelta(minutes=2)  # a bare promise: about what was just asked
+    exchange(mem, "Also remind me on Thursday to water the plants.", "I'll remind you on Thursday.")
+    clock.now += timedelta(minutes=2)  # a promise of something else, due the same Friday
+    exchange(mem, "What else is open?", "I'll send you the quarterly report on Friday.")
+    first = run_pipeline(mem, "commitments")
+    again = run_pipeline(mem, "commitments")  # nothing added, nothing merged twice
+    listed = commitments.listing(mem, "dev")
+    assert [c.text for c in listed] == [
+        "Follow up: Can you remind me tomorrow to call the landlord?",
+        "Follow up: Also remind me on Thursday to water the plants.",
+        "Follow up: Remind me on Friday to renew the domain.",
+        "Follow up: I'll send you the quarterly report on Friday.",
+    ]
+    assert first.counts.get("merged") == 3 and "merged" not in again.counts
+    by_text = {c.text: c for c in listed}
+    domain = by_text["Follow up: Remind me on Friday to renew the domain."]
+    assert [a["text"] for a in domain.also] == [
+        "Follow up: Sure, I'll remind you on Friday to renew the domain."
+    ]
+    assert domain.also[0]["source"] == domain.source  # one exchange
+    landlord = by_text["Follow up: Can you remind me tomorrow to call the landlord?"]
+    assert landlord.also[0]["source"] != landlord.source  # the next exchange
+    assert by_text["Follow up: I'll send you the quarterly report on Friday."].also == []
+
+
+def test_the_same_words_in_another_channel_or_days_later_are_another_commitment(
+    mem: Memory, clock: FixedClock
+) -> None:
+    exchange(mem, "Remind me on Friday to renew the domain.", "Ok!", channel="slack")
+    exchange(
+        mem,
+        "The domain renewal again",
+        "I'll remind you on Friday to renew the domain.",
+        channel="telegram",
+    )
+    run_pipeline(mem, "commitments")
+    assert [c.channel for c in commitments.listing(mem, "dev")] == ["slack", "telegram"]

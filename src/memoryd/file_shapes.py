@@ -142,6 +142,10 @@ class CommitmentOut(BaseModel):
     status: str = Field(description="pending, delivered, done or expired")
     delivered_at: str | None
     closed_at: str | None
+    also: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="later statements of the same intent merged into it: text, source",
+    )
 
 
 class Commitments(BaseModel):

@@ -517,6 +517,9 @@ class CommitmentSettings(BaseModel):
     expire_after_hours: float = Field(default=48.0, gt=0)  # due and never closed: expired
     lookback_days: int = Field(default=2, ge=1, le=14)  # diary days each pass reads
     use_llm: bool = True  # infer with the configured LLM when there is one
+    # a follow-up said again this close in time (the assistant's "I'll remind you" after
+    # the user's "remind me") in the same channel, due the same day: one commitment
+    same_intent_hours: float = Field(default=6.0, ge=0)
 
 
 class WikiSettings(BaseModel):

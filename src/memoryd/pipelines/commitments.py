@@ -12,6 +12,13 @@ keeps the agent, the channel of the turn that made it (the diary heading's
 ``· channel NAME``, else ``default``), its due time and the diary lines it came
 from. At most ``max_per_day`` are inferred per agent and day.
 
+One commitment per intent: the user's "remind me on Friday to renew the domain"
+and the assistant's "I'll remind you on Friday" (in the same exchange or one a
+little later) are one follow-up. A statement said at most ``same_intent_hours``
+after an earlier commitment of the same channel, due the same day and about the
+same thing (:func:`same_intent`), is merged into it (listed in its ``also``), not
+added.
+
 They are delivered through a heartbeat: ``memoryd commitments due``,
 ``POST /v1/commitments/due`` or the MCP tool ``commitments_due`` return what is
 due for an agent (and channel) and mark it delivered; ``done`` closes one; one
@@ -27,12 +34,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from memoryd.core import Memory
 from memoryd.errors import InvalidInputError, MemorydError, NotFoundError
+from memoryd.extract.claims import content
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.pipelines.sections import Batch, line_range, plain_text, split_sections
 from memoryd.validate import check_id
@@ -75,6 +83,8 @@ class Commitment:
     status: str = "pending"  # pending | delivered | done | expired
     delivered_at: str | None = None
     closed_at: str | None = None
+    # later statements of the same intent merged into this one: {"text", "source"}
+    also: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,6 +169,58 @@ def detect_llm(
     return out
 
 
+# -- one commitment per intent ---------------------------------------------------------------
+#: Words of how a follow-up is asked for or promised, not of what it is about.
+_ASKING = frozenset(
+    """follow up remind reminder reminding check back ll i'll going sure ok okay course
+    absolutely don't forget promise make sure let know ping nudge tomorrow tonight today
+    evening morning afternoon next week month day days hour hours monday tuesday wednesday
+    thursday friday saturday sunday""".split()  # noqa: SIM905
+)
+
+
+def _about(text: str) -> set[str]:
+    """What a follow-up is about: its content words, less asking and timing words."""
+    words = content(text.removeprefix("Follow up:"))
+    return {_stem(w) for w in words if len(w) > 1 and w not in _ASKING}
+
+
+def _stem(word: str) -> str:
+    """ "calling" / "call", "renewed" / "renew": enough to tell one errand from another."""
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    return word[:-2] if len(word) > 4 and word.endswith("ed") else word
+
+
+def same_intent(
+    items: list[Commitment], channel: str, text: str, made: str, due: datetime, hours: float
+) -> Commitment | None:
+    """The commitment ``text`` repeats, if any: the user's "remind me on Friday to renew
+    the domain" and the assistant's "I'll remind you on Friday" (or "I will renew the
+    domain on Friday") are one intent. Same channel, said at most ``hours`` after it, due
+    the same day, and about the same thing: more than half the words of
+    the shorter one are in the other, or it says nothing but the asking and the time."""
+    said_at = datetime.fromisoformat(made)
+    words = _about(text)
+    best: tuple[float, float, Commitment] | None = None
+    for c in items:
+        if c.channel != channel or c.status == "expired":
+            continue
+        before = (said_at - datetime.fromisoformat(c.created)).total_seconds()
+        if not 0 <= before <= hours * 3600:  # said before this one, and not long before
+            continue
+        when = datetime.fromisoformat(c.due)
+        if when.date() != due.date():
+            continue
+        theirs = _about(c.text)
+        if words and theirs and 2 * len(words & theirs) <= min(len(words), len(theirs)):
+            continue
+        rank = (abs((when - due).total_seconds()), before)  # the same due, then the nearest
+        if best is None or rank < best[:2]:
+            best = (*rank, c)
+    return best[2] if best else None
+
+
 # -- the store ------------------------------------------------------------------------------
 def _load(memory: Memory, agent: str) -> list[Commitment]:
     raw = memory.store.kv_get(KV_PREFIX + agent) or []
@@ -195,7 +257,8 @@ def infer(memory: Memory, ws: Workspace, *, dry_run: bool = False) -> dict[str, 
     now = local_now(ws.settings, memory.clock)
     tz = now.tzinfo
     assert tz is not None
-    counts = {"found": 0, "added": 0, "over_daily_cap": 0, "expired": 0, "llm_fallbacks": 0}
+    counts = {"found": 0, "added": 0, "merged": 0, "over_daily_cap": 0, "expired": 0}
+    counts["llm_fallbacks"] = 0
     with memory.store.atomic():
         items = _load(memory, ws.agent_id)
         known = {c.id for c in items}
@@ -225,15 +288,23 @@ def infer(memory: Memory, ws: Workspace, *, dry_run: bool = False) -> dict[str, 
                     cid = hashlib.sha256(key).hexdigest()[:16]
                     if cid in known:
                         continue
+                    made = datetime.combine(day, at, tz).isoformat()
+                    here = channel.group(1) if channel else "default"
+                    kept = same_intent(items, here, said, made, due, s.same_intent_hours)
+                    if kept is not None:
+                        later = {"text": said, "source": source}
+                        if later not in kept.also:
+                            kept.also.append(later)
+                            counts["merged"] += 1
+                        continue
                     if per_day.get(day.isoformat(), 0) >= s.max_per_day:
                         counts["over_daily_cap"] += 1
                         continue
-                    made = datetime.combine(day, at, tz).isoformat()
                     items.append(
                         Commitment(
                             id=cid,
                             agent=ws.agent_id,
-                            channel=channel.group(1) if channel else "default",
+                            channel=here,
                             text=said,
                             due=due.isoformat(),
                             source=source,
