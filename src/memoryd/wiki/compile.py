@@ -26,7 +26,7 @@ applied retirement), ``stale`` (not confirmed for ``wiki.stale_days``; applied; 
 ``MEMORY.md`` line or applied claim that says what a superseded fact said),
 ``contested`` (two current claims, on any pages, at least
 ``wiki.contradiction_similarity`` alike, about the same subject and attribute with
-different values by the fact store's own offline test, :func:`disagree`), else
+different values by the fact store's own offline test, :mod:`~memoryd.wiki.conflicts`), else
 ``current``. ``MEMORY.md`` lines carry no date: they are what the agent holds true
 now, so time alone never makes them stale.
 
@@ -52,11 +52,9 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from memoryd.core import Memory
 from memoryd.errors import MemorydError, PermissionDeniedError
-from memoryd.extract.claims import Verdict, claim, compare, unlike
+from memoryd.wiki import conflicts
 from memoryd.wiki.entities import Lexicon, fold, lexicon, merge_prefixes
 from memoryd.wiki.model import (
     RESERVED_TITLES,
@@ -80,8 +78,6 @@ from memoryd.workspace.layout import WIKI_DIR, Workspace
 from memoryd.workspace.safefs import WorkspaceFS
 
 LOCK_FILE = "lock"
-NEGATION_SIMILARITY = 0.8  # a denial contradicts only what it is this alike
-_NEGATION = re.compile(r"\b(?:not|never|no longer|no|none|n't)\b", re.IGNORECASE)
 LINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 _RANK = {"current": 0, "stale": 1, "contested": 2, "superseded": 3}
 _held = threading.local()
@@ -263,8 +259,8 @@ def _unique(pages: dict[str, Page], keep: Callable[[Claim], bool]) -> dict[str, 
 
 def _stale_by_supersession(memory: Memory, pages: dict[str, Page]) -> None:
     """A ``MEMORY.md`` line or applied claim that says what a superseded fact said (the
-    same words, or :func:`~memoryd.extract.claims.compare` finds nothing new either
-    way) is stale: the fact store has since learned another value."""
+    same words, or a rewording with nothing new either way: :func:`conflicts.restates`)
+    and no current fact says is stale: the fact store has since learned another value."""
     said = _unique(pages, lambda c: c.status == "current" and c.origin != "fact")
     gone = _unique(
         pages,
@@ -272,53 +268,42 @@ def _stale_by_supersession(memory: Memory, pages: dict[str, Page]) -> None:
     )
     if not said or not gone:
         return
-    a, b = sorted(said), sorted(gone)
-    va = memory.embed_texts([said[i][0].text for i in a])
-    vb = memory.embed_texts([gone[i][0].text for i in b])
+    now = _unique(pages, lambda c: c.status == "current" and c.origin == "fact")
     limit = memory.settings.wiki.contradiction_similarity
-    for i, j in zip(*np.nonzero((va @ vb.T) >= limit), strict=True):
-        line, old = said[a[int(i)]], gone[b[int(j)]][0]
-        if line[0].status != "current":
+    lines, old, held = sorted(said), sorted(gone), sorted(now)
+    line_vecs = memory.embed_texts([said[i][0].text for i in lines])
+
+    def restating(group: dict[str, list[Claim]], keys: list[str]) -> dict[int, int]:
+        if not keys:
+            return {}
+        texts = [group[k][0].text for k in keys]
+        return conflicts.restated(
+            [said[i][0].text for i in lines], line_vecs, texts, memory.embed_texts(texts), limit
+        )
+
+    still_true = restating(now, held)
+    for n, m in restating(gone, old).items():
+        if n in still_true:
             continue
-        verdicts = {compare(line[0].text, old.text)[0], compare(old.text, line[0].text)[0]}
-        if verdicts == {Verdict.SAME}:
-            for c in line:
-                c.status, c.valid_until = "stale", old.valid_until
-                c.note = f"the fact saying this ({old.id}) was superseded"
-
-
-def disagree(a: str, b: str, cosine: float) -> bool:
-    """Two statements about the same subject and attribute with different values: the fact
-    store's offline test (:func:`~memoryd.extract.claims.compare`) finds a new value either
-    way, and the two name one attribute (port, owner, ...) or give values of one kind that
-    differ ("moved to Lisbon" / "runs the Lisbon office" name neither). Or, ``cosine`` at
-    least :data:`NEGATION_SIMILARITY` alike, one denies what the other says."""
-    if Verdict.SUPERSEDES in (compare(a, b)[0], compare(b, a)[0]):
-        x, y = claim(a), claim(b)
-        if x.attributes & y.attributes or (x.values and y.values and x.values != y.values):
-            return True
-    negation = bool(_NEGATION.search(a)) != bool(_NEGATION.search(b))
-    return negation and cosine >= NEGATION_SIMILARITY and unlike(a, b) is None
+        was = gone[old[m]][0]
+        for c in said[lines[n]]:
+            c.status, c.valid_until = "stale", was.valid_until
+            c.note = f"the fact saying this ({was.id}) was superseded"
 
 
 def _mark_contradictions(memory: Memory, pages: dict[str, Page]) -> None:
-    """Two current claims, on any pages, that :func:`disagree` are both contested."""
+    """Two current claims, on any pages, that :func:`conflicts.disagree` are contested."""
     live = _unique(pages, lambda c: c.status == "current")
     ids = sorted(live)
     if len(ids) < 2:
         return
-    vecs = memory.embed_texts([live[i][0].text for i in ids])  # cached by text
-    sims = vecs @ vecs.T
-    limit = memory.settings.wiki.contradiction_similarity
-    against: dict[str, list[str]] = defaultdict(list)
-    for i, j in zip(*np.nonzero(np.triu(sims, 1) >= limit), strict=True):
-        a, b = ids[int(i)], ids[int(j)]
-        if disagree(live[a][0].text, live[b][0].text, float(sims[i, j])):
-            against[a].append(b)
-            against[b].append(a)
-    for cid, others in against.items():
-        for c in live[cid]:
-            c.status, c.note = "contested", "contradicts " + ", ".join(sorted(others))
+    texts = [live[i][0].text for i in ids]
+    vecs = memory.embed_texts(texts)  # cached by text
+    found = conflicts.contradictions(texts, vecs, memory.settings.wiki.contradiction_similarity)
+    for n, others in found.items():
+        for c in live[ids[n]]:
+            c.status = "contested"
+            c.note = "contradicts " + ", ".join(sorted(ids[o] for o in others))
 
 
 # -- writing ------------------------------------------------------------------------------------
