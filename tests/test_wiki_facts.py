@@ -104,6 +104,7 @@ def test_names_are_folded_and_aliases_found_in_any_case() -> None:
     assert lex.key("Node.js") == lex.key("NodeJS") == lex.key("nodejs")
     assert lex.names("Deploys go to K8S and pg_dump runs nightly") == ["Kubernetes"]
     assert lex.names("Yesterday Ana Ruiz met Bo Chen on Monday") == ["Ana Ruiz", "Bo Chen"]
+    assert lex.names("The EU team ships the AI features to Lisbon") == ["Lisbon"]
     # the first-letters rule: a short capitalised ending, and never a short name
     spellings = {"dynamo": {"Dynamo"}, "dynamodb": {"DynamoDB"}}
     spellings |= {"maria": {"Maria"}, "mariadb": {"MariaDB"}, "elastic": {"Elastic"}}

@@ -99,8 +99,10 @@ class Lexicon:
                 words = words[1:]  # "Yesterday Ana Ruiz ..."
             if len(words) == 1 and _accident(words[0]):
                 continue
-            if not words or (len(words) == 1 and len(words[0]) < 2):
+            if not words:
                 continue
+            if len(words) == 1 and len(words[0]) < 3 and fold(words[0]) not in self.aliases:
+                continue  # "AI", "QA", "EU": too short to be told from an abbreviation
             name = " ".join(words)
             out.append(self.aliases.get(fold(name), name))
         if self._alias_re is not None:  # aliases in any case: "we run on k8s"
