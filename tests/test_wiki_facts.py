@@ -64,6 +64,18 @@ def test_days_languages_and_sentence_openers_get_no_page_and_orion_gets_one(
     assert {c["text"] for c in got["Orion"]["claims"]} == set(orion)
 
 
+def test_a_name_that_opens_every_fact_is_confirmed_by_the_diary(mem: Memory) -> None:
+    diary = ws_of(mem).root / "memory" / "2026-03-08.md"
+    diary.write_text("# 2026-03-08\n\n## 16:00\n- **user**: we shipped Vega to staging.\n")
+    for text in ("Vega renders the dashboards", "Vega needs 4 GB of memory"):
+        remember(mem, text)
+    wiki.compile_wiki(mem, ws_of(mem))
+    assert pages_of(mem, "Vega renders the dashboards") == {"Vega"}
+    diary.unlink()  # nothing else names it mid-sentence: sentence case, a topic page
+    wiki.compile_wiki(mem, ws_of(mem))
+    assert pages_of(mem, "Vega renders the dashboards") == {"General"}
+
+
 def test_a_configured_entity_that_only_opens_sentences_gets_its_page(
     tmp_path: Path, embedder: Embedder, clock: FixedClock
 ) -> None:

@@ -69,6 +69,7 @@ from memoryd.wiki.sources import (
     OUTDATED,
     Said,
     applied,
+    context,
     facts,
     load_edits,
     memory_md,
@@ -134,9 +135,10 @@ def vault_lock(ws: Workspace) -> Iterator[None]:
 
 
 # -- assembling the pages -----------------------------------------------------------------------
-def _lexicon(memory: Memory, said: list[Said]) -> Lexicon:
+def _lexicon(memory: Memory, ws: Workspace, said: list[Said], today: date) -> Lexicon:
     cfg = memory.settings.wiki
-    return lexicon((s.text for s in said), cfg.entities, cfg.aliases)
+    texts = [*(s.text for s in said), *context(ws, today, cfg.stale_days)]
+    return lexicon(texts, cfg.entities, cfg.aliases)
 
 
 def _entities(said: list[Said], lex: Lexicon, min_mentions: int) -> dict[str, str]:
@@ -183,7 +185,7 @@ def build(memory: Memory, ws: Workspace, today: date | None = None) -> dict[str,
     today = today or memory.clock().date()
     edits = load_edits(ws)
     said = [*merge([*facts(memory, ws), *memory_md(ws)]), *applied(edits)]
-    lex = _lexicon(memory, said)
+    lex = _lexicon(memory, ws, said, today)
     entities = _entities(said, lex, cfg.min_mentions)
     pages: dict[str, Page] = {}  # by case-folded title: one file on every file system
     by_id: dict[tuple[str, str], Claim] = {}

@@ -10,7 +10,8 @@ name unless it is a *sentence-case accident*:
   is never an entity; inside a longer name ("Black Friday Sale") it stays;
 * a single capitalised word that opens a sentence is a name only when the corpus
   confirms it: it is written capitalised in the middle of a sentence somewhere in
-  what the wiki compiles (``Lexicon.confirmed``), or listed in ``wiki.entities``;
+  what the wiki compiles, ``USER.md`` or the recent diary (``Lexicon.confirmed``), or
+  it is listed in ``wiki.entities``;
 * a run of capitalised words that opens a sentence loses a first word that is a day,
   a language or a stopword ("Yesterday Ana Ruiz" is Ana Ruiz).
 
@@ -18,7 +19,7 @@ Spellings of one entity are one page (:meth:`Lexicon.key`): names are folded (ca
 punctuation: "Node.js" = "NodeJS"), ``wiki.aliases`` maps known alternatives, in
 any case, to their name ("postgres", "pg" -> PostgreSQL; "k8s" -> Kubernetes), and a
 name that is another's first letters but a short capitalised ending ("Postgres" /
-"PostgreSQL", "Mongo" / "MongoDB") is that name.
+"PostgreSQL", "Dynamo" / "DynamoDB"; six letters at least) is that name.
 """
 
 from __future__ import annotations

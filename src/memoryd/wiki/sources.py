@@ -10,7 +10,8 @@
   superseded statement too. A memory a person deleted is gone from the wiki as
   from recall: deleting is how one makes memoryd forget;
 * each bullet of ``MEMORY.md``, under its section's heading, citing its line;
-* the claims added with ``wiki apply`` (``wiki/.state/edits.json``).
+* the claims added with ``wiki apply`` (``wiki/.state/edits.json``);
+* and, only to tell names from sentence case, ``USER.md`` and the recent diary.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any
 
 from memoryd.core import Memory
@@ -26,7 +28,8 @@ from memoryd.errors import InvalidInputError
 from memoryd.models import Event, Filters, HistoryEntry, MemoryRecord, Origin, State
 from memoryd.search.pool import pool_filters
 from memoryd.wiki.model import normalise
-from memoryd.workspace.layout import WIKI_DIR, Workspace
+from memoryd.workspace.files import SkippedFile, read_markdown
+from memoryd.workspace.layout import WIKI_DIR, Workspace, file_date
 
 STATE_DIR = ".state"
 EDITS_FILE = "edits.json"
@@ -151,6 +154,27 @@ def memory_md(ws: Workspace) -> list[Said]:
             text = normalise(bullet.group(1))
             if len(text) >= 3:
                 out.append(Said(text, [f"{rel}#L{n}"], topic, None, None, origin="memory-md"))
+    return out
+
+
+def context(ws: Workspace, today: date, days: int) -> list[str]:
+    """What else the workspace says, read only to tell names from sentence case
+    (:func:`memoryd.wiki.entities.lexicon`): ``USER.md`` and the diary days of the last
+    ``days``. A project that opens every fact extracted about it ("Orion deploys ...")
+    is still named mid-sentence in the conversations the facts came from."""
+    paths = [ws.root / "USER.md"]
+    since = today - timedelta(days=days)
+    for name in ws.fs.names(ws.memory_dir, ".md"):
+        day = file_date(name)
+        if day is not None and since <= day <= today:
+            paths.append(ws.memory_dir / name)
+    out = []
+    for path in paths:
+        try:
+            _, text = read_markdown(path, ws.settings.max_file_bytes, ws.fs)
+        except SkippedFile:
+            continue
+        out.append(text)
     return out
 
 
