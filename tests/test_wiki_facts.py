@@ -117,6 +117,9 @@ def test_names_are_folded_and_aliases_found_in_any_case() -> None:
     assert lex.names("Deploys go to K8S and pg_dump runs nightly") == ["Kubernetes"]
     assert lex.names("Yesterday Ana Ruiz met Bo Chen on Monday") == ["Ana Ruiz", "Bo Chen"]
     assert lex.names("The EU team ships the AI features to Lisbon") == ["Lisbon"]
+    assert lex.names("Actually I changed my mind about Lisbon") == ["Lisbon"]
+    common = lexicon(["Cache Redis maxmemory is 6 GB now", "the cache Redis evicts keys"])
+    assert common.names("Cache Redis maxmemory is 6 GB now") == ["Redis"]
     # the first-letters rule: a short capitalised ending, and never a short name
     spellings = {"dynamo": {"Dynamo"}, "dynamodb": {"DynamoDB"}}
     spellings |= {"maria": {"Maria"}, "mariadb": {"MariaDB"}, "elastic": {"Elastic"}}
@@ -155,6 +158,26 @@ def test_two_subjects_each_with_its_own_value_do_not_contradict(mem: Memory) -> 
     got = claims(mem)
     assert [got[t]["status"] for t in canary] == ["current", "current"]
     assert report.contested == 0
+
+
+def test_a_claim_a_newer_one_says_otherwise_of_is_stale(mem: Memory, clock: FixedClock) -> None:
+    older = "Ana owns the Grafana SLO dashboards"
+    retention = "Application logs are kept for 14 days in Loki"
+    remember(mem, older)
+    remember(mem, retention)
+    clock.now += timedelta(days=14)  # what the store kept side by side, said later
+    newer = "Nadia took over the Grafana SLO dashboards from the platform team"
+    remember(mem, newer)
+    remember(mem, "Log retention in Loki is now 31 days")
+    remember(mem, "Nadia also reviews the Loki alert rules")  # alike, another thing
+    wiki.compile_wiki(mem, ws_of(mem))
+    got = claims(mem)
+    assert got[older]["status"] == got[retention]["status"] == "stale"
+    assert got[older]["note"] == f"a newer claim says otherwise: {got[newer]['id']}"
+    assert got[older]["valid_until"] == got[newer]["valid_from"]
+    assert got[newer]["status"] == "current"
+    assert got["Log retention in Loki is now 31 days"]["status"] == "current"
+    assert got["Nadia also reviews the Loki alert rules"]["status"] == "current"
 
 
 def test_a_memory_md_line_a_newer_fact_superseded_is_stale(mem: Memory, clock: FixedClock) -> None:

@@ -23,7 +23,8 @@ unchanged store and workspace changes no byte):
 
 Statuses: ``superseded`` (a fact's text before an update or its replacement; an
 applied retirement), ``stale`` (not confirmed for ``wiki.stale_days``; applied; a
-``MEMORY.md`` line or applied claim that says what a superseded fact said),
+``MEMORY.md`` line or applied claim that says what a superseded fact said; a claim
+a claim of a later day says otherwise of, by the test promotion re-checks with),
 ``contested`` (two current claims, on any pages, at least
 ``wiki.contradiction_similarity`` alike, about the same subject and attribute with
 different values by the fact store's own offline test, :mod:`~memoryd.wiki.conflicts`), else
@@ -238,7 +239,7 @@ def build(memory: Memory, ws: Workspace, today: date | None = None) -> dict[str,
             elif c.status == "current" and c.confirmed and c.confirmed < stale_before:
                 c.status = "stale"
     _stale_by_supersession(memory, pages)
-    _mark_contradictions(memory, pages)
+    _weigh(memory, pages)
     for p in pages.values():
         p.claims.sort(key=lambda c: (c.status == "superseded", c.valid_from or "", c.text))
         named = {lex.key(n) for c in p.claims for n in lex.names(c.text, entity_title)}
@@ -293,16 +294,23 @@ def _stale_by_supersession(memory: Memory, pages: dict[str, Page]) -> None:
             c.note = f"the fact saying this ({was.id}) was superseded"
 
 
-def _mark_contradictions(memory: Memory, pages: dict[str, Page]) -> None:
-    """Two current claims, on any pages, that :func:`conflicts.disagree` are contested."""
+def _weigh(memory: Memory, pages: dict[str, Page]) -> None:
+    """Current claims, on any pages, against each other (:func:`conflicts.weigh`): one a
+    newer claim says otherwise of is stale; two that contradict each other are contested."""
     live = _unique(pages, lambda c: c.status == "current")
     ids = sorted(live)
     if len(ids) < 2:
         return
     texts = [live[i][0].text for i in ids]
     vecs = memory.embed_texts(texts)  # cached by text
-    found = conflicts.contradictions(texts, vecs, memory.settings.wiki.contradiction_similarity)
-    for n, others in found.items():
+    limit = memory.settings.wiki.contradiction_similarity
+    contested, outdated = conflicts.weigh(texts, [live[i][0].valid_from for i in ids], vecs, limit)
+    for n, newer in outdated.items():
+        by = live[ids[newer]][0]
+        for c in live[ids[n]]:
+            c.status, c.valid_until = "stale", by.valid_from
+            c.note = f"a newer claim says otherwise: {by.id}"
+    for n, others in contested.items():
         for c in live[ids[n]]:
             c.status = "contested"
             c.note = "contradicts " + ", ".join(sorted(ids[o] for o in others))

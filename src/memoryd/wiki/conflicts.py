@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memoryd.extract.claims import Claim, Verdict, claim, claims_unlike, compare
+from memoryd.extract.claims import Claim, Verdict, claim, claims_unlike, compare, says_otherwise
 
 NEGATION_SIMILARITY = 0.8  # a denial contradicts only what it is this alike
 _NEGATION = re.compile(r"\b(?:not|never|no longer|no|none|n't)\b", re.IGNORECASE)
@@ -55,17 +55,49 @@ def restates(a: Parsed, b: Parsed) -> bool:
     return compare(a.text, b.text)[0] == compare(b.text, a.text)[0] == Verdict.SAME
 
 
-def contradictions(texts: list[str], vecs: np.ndarray, limit: float) -> dict[int, list[int]]:
-    """Index -> the indexes of the texts it contradicts (``vecs`` row-aligned, unit length)."""
+def weigh(
+    texts: list[str], dates: list[str | None], vecs: np.ndarray, limit: float
+) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """Which of these current claims contradict each other, and which a newer one replaced.
+
+    ``vecs`` are row-aligned unit vectors, ``dates`` when each became true (ISO; None for
+    an undated ``MEMORY.md`` line). Of two claims at least ``limit`` alike:
+
+    * the older is *outdated* by the newer (dated, on a later day) when the newer says
+      otherwise (:func:`claims.says_otherwise`, the test promotion re-checks
+      ``MEMORY.md`` lines with): a new value of the same thing, or a change announced
+      ("Nadia took over the SLO dashboards", "Log retention is now 31 days") of what the
+      words do not tell apart;
+    * else both are *contested* when they :func:`disagree`.
+
+    Returns (index -> the indexes it contradicts, index -> the newer index outdating it);
+    an outdated claim contradicts nothing, and nothing is contested by it alone."""
     parsed = [parse(t) for t in texts]
     sims = vecs @ vecs.T
-    out: dict[int, list[int]] = {}
+    contested: dict[int, list[int]] = {}
+    outdated: dict[int, int] = {}
     for i, j in zip(*np.nonzero(np.triu(sims, 1) >= limit), strict=True):
         a, b = int(i), int(j)
-        if disagree(parsed[a], parsed[b], float(sims[a, b])):
-            out.setdefault(a, []).append(b)
-            out.setdefault(b, []).append(a)
-    return out
+        cosine = float(sims[a, b])
+        if claims_unlike(parsed[a].claim, parsed[b].claim) is not None:
+            continue
+        da, db = dates[a], dates[b]
+        if da and db and da != db:
+            new, old = (a, b) if da > db else (b, a)
+            if says_otherwise(texts[new], texts[old], cosine, limit):
+                newest = outdated.get(old)
+                if newest is None or (dates[newest] or "") < (dates[new] or ""):
+                    outdated[old] = new  # the newest claim that says otherwise
+                continue
+        if disagree(parsed[a], parsed[b], cosine):
+            contested.setdefault(a, []).append(b)
+            contested.setdefault(b, []).append(a)
+    live = {
+        n: [o for o in others if o not in outdated]
+        for n, others in contested.items()
+        if n not in outdated
+    }
+    return {n: others for n, others in live.items() if others}, outdated
 
 
 def restated(

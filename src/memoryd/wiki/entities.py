@@ -13,7 +13,9 @@ name unless it is a *sentence-case accident*:
   what the wiki compiles, ``USER.md`` or the recent diary (``Lexicon.confirmed``), or
   it is listed in ``wiki.entities``;
 * a run of capitalised words that opens a sentence loses a first word that is a day,
-  a language or a stopword ("Yesterday Ana Ruiz" is Ana Ruiz).
+  a language, a stopword or a common word (written in lower case elsewhere, never
+  capitalised mid-sentence): "Yesterday Ana Ruiz" is Ana Ruiz, "Cache Redis" Redis;
+* "I" is no name, and ends a run ("Actually I changed my mind").
 
 Spellings of one entity are one page (:meth:`Lexicon.key`): names are folded (case,
 punctuation: "Node.js" = "NodeJS"), ``wiki.aliases`` maps known alternatives, in
@@ -36,6 +38,8 @@ _RUN_GAP = re.compile(r"^\s+$")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _OPENERS = (".", "!", "?", ":", ";", "-", "*", "•", "|", "(", '"', "“")
 _FOLD = re.compile(r"[^\w]+")
+_LOWER = re.compile(r"(?<![\w.-])[a-z][a-z'’-]*[a-z]")
+_PRONOUN = frozenset({"i", "i'm", "i'll", "i've", "i'd"})
 CALENDAR = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur
     thurs fri sat sun january february march april may june july august september october
@@ -79,6 +83,7 @@ class Lexicon:
     confirmed: set[str] = field(default_factory=set)  # folded single words
     aliases: dict[str, str] = field(default_factory=dict)  # folded alias -> its name
     merged: dict[str, str] = field(default_factory=dict)  # folded key -> the key it joined
+    lower: set[str] = field(default_factory=set)  # folded words seen written in lower case
     _alias_re: re.Pattern[str] | None = None
 
     def key(self, name: str) -> str:
@@ -96,8 +101,8 @@ class Lexicon:
                 words, opening = words[1:], False
             if opening and len(words) == 1 and not self._sure(words[0], known):
                 continue  # "Backups run nightly": sentence case, unless confirmed
-            if opening and len(words) > 1 and _accident(words[0]):
-                words = words[1:]  # "Yesterday Ana Ruiz ..."
+            if opening and len(words) > 1 and self._common(words[0]):
+                words = words[1:]  # "Yesterday Ana Ruiz ...", "Cache Redis maxmemory ..."
             if len(words) == 1 and _accident(words[0]):
                 continue
             if not words:
@@ -110,6 +115,12 @@ class Lexicon:
             out.extend(self.aliases[fold(m.group(0))] for m in self._alias_re.finditer(text))
         return list(dict.fromkeys(out))
 
+    def _common(self, word: str) -> bool:
+        """A day, a language, a stopword, or a word written in lower case elsewhere and
+        never capitalised mid-sentence: sentence case when it opens a run."""
+        k = fold(word)
+        return _accident(word) or (k in self.lower and k not in self.confirmed)
+
     def _sure(self, word: str, known: Collection[str]) -> bool:
         k = fold(word)
         return k in self.confirmed or k in self.aliases or self.key(word) in known
@@ -121,6 +132,11 @@ def _runs(text: str) -> Iterable[tuple[list[str], bool]]:
     run: list[str] = []
     start = end = 0
     for m in _NAME.finditer(text):
+        if m.group(0).casefold().replace("’", "'") in _PRONOUN:  # "Actually I changed ..."
+            if run:
+                yield run, _opens_sentence(text, start)
+            run = []
+            continue
         if run and _RUN_GAP.match(text[end : m.start()] or "x"):
             run.append(_POSSESSIVE.sub("", m.group(0)))
             end = m.end()
@@ -148,6 +164,7 @@ def lexicon(
         alternatives = "|".join(re.escape(a) for a in words)
         lex._alias_re = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-])", re.IGNORECASE)
     for text in texts:
+        lex.lower.update(w.replace("’", "'") for w in _LOWER.findall(text))
         for words, opening in _runs(text):
             for n, word in enumerate(words):
                 if n or not opening:
