@@ -35,6 +35,7 @@ from typing import Any
 from _common import REPO_ROOT, machine_info
 from memoryd import wiki
 from memoryd.core import Memory
+from memoryd.embed import Embedder
 from memoryd.pipelines.diary import capture
 from memoryd.settings import Settings
 from memoryd.workspace import resolve_workspace
@@ -56,14 +57,14 @@ class Clock:
         return self.now
 
 
-def play(sc: Scenario, home: Path) -> Memory:
+def play(sc: Scenario, home: Path, embedder: Embedder | None = None) -> Memory:
     settings = Settings(home=home)
     settings.workspace.user_id = USER
     settings.workspace.openclaw_dir = home / "openclaw"
     settings.workspace.watch = False
     settings.pipelines.scheduler = False
     clock = Clock(sc.start)
-    m = Memory(settings, clock=clock)
+    m = Memory(settings, embedder=embedder, clock=clock)
     for agent in AGENTS:
         root = resolve_workspace(settings, agent, m.store).root
         (root / "memory").mkdir(parents=True, exist_ok=True)

@@ -206,3 +206,31 @@ def test_a_memory_md_line_a_newer_fact_superseded_is_stale(mem: Memory, clock: F
     assert got["Deploys need two approvals"]["status"] == "current"
     stale_board = (ws_of(mem).root / "wiki" / "_dashboards" / "stale.md").read_text()
     assert "Staging database port: 5432" in stale_board
+
+
+def test_the_wiki_bench_reads_values_and_scores_a_small_scenario(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import weeks_scenario
+    import wiki_weeks
+
+    sc = weeks_scenario.generate(2, "eng", 2)
+    fact = next(f for f in sc.facts if f.agent == "dev")
+    old, new = fact.values[0][1], fact.values[1][1]
+    assert wiki_weeks.values_in([fact], f"it moved from {old} to {new}") == {
+        (fact.key, old),
+        (fact.key, new),
+    }
+    assert wiki_weeks.values_in([fact], f"x{old}y") == set()  # a value inside a word: no
+    m = wiki_weeks.play(sc, tmp_path, embedder)
+    try:
+        figures = wiki_weeks.score(m, sc)
+    finally:
+        m.close()
+    assert set(figures) == {"dev", "ops"}
+    for agent in figures.values():
+        assert agent["claims"] > 0 and agent["entity_pages"] == len(agent["entities"])
+        assert agent["false_stale"] == [] and agent["false_contested"] == 0
