@@ -120,6 +120,8 @@ def test_names_are_folded_and_aliases_found_in_any_case() -> None:
     assert lex.names("Actually I changed my mind about Lisbon") == ["Lisbon"]
     common = lexicon(["Cache Redis maxmemory is 6 GB now", "the cache Redis evicts keys"])
     assert common.names("Cache Redis maxmemory is 6 GB now") == ["Redis"]
+    person = lexicon(["Mark Chen owns billing", "please mark the ticket as done"])
+    assert person.names("Mark Chen owns billing") == ["Mark Chen"]
     # the first-letters rule: a short capitalised ending, and never a short name
     spellings = {"dynamo": {"Dynamo"}, "dynamodb": {"DynamoDB"}}
     spellings |= {"maria": {"Maria"}, "mariadb": {"MariaDB"}, "elastic": {"Elastic"}}

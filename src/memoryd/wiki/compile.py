@@ -24,7 +24,7 @@ unchanged store and workspace changes no byte):
 Statuses: ``superseded`` (a fact's text before an update or its replacement; an
 applied retirement), ``stale`` (not confirmed for ``wiki.stale_days``; applied; a
 ``MEMORY.md`` line or applied claim that says what a superseded fact said; a claim
-a claim of a later day says otherwise of, by the test promotion re-checks with),
+that a claim dated later says otherwise of, by the test promotion re-checks with),
 ``contested`` (two current claims, on any pages, at least
 ``wiki.contradiction_similarity`` alike, about the same subject and attribute with
 different values by the fact store's own offline test, :mod:`~memoryd.wiki.conflicts`), else

@@ -6,15 +6,16 @@ sentence ("Backups run nightly"), while a project that opens every sentence it i
 in ("Orion deploys on Fridays") is a name all the same. So a capitalised word is a
 name unless it is a *sentence-case accident*:
 
-* a day, month, language or nationality alone (:data:`CALENDAR`, :data:`PEOPLES`)
+* a day, month, time zone, language or nationality alone (:data:`CALENDAR`, :data:`PEOPLES`)
   is never an entity; inside a longer name ("Black Friday Sale") it stays;
 * a single capitalised word that opens a sentence is a name only when the corpus
   confirms it: it is written capitalised in the middle of a sentence somewhere in
   what the wiki compiles, ``USER.md`` or the recent diary (``Lexicon.confirmed``), or
   it is listed in ``wiki.entities``;
 * a run of capitalised words that opens a sentence loses a first word that is a day,
-  a language, a stopword or a common word (written in lower case elsewhere, never
-  capitalised mid-sentence): "Yesterday Ana Ruiz" is Ana Ruiz, "Cache Redis" Redis;
+  a language, a stopword, or a common word (written in lower case elsewhere, never
+  capitalised mid-sentence) before a name that stands alone elsewhere: "Yesterday Ana
+  Ruiz" is Ana Ruiz, "Cache Redis" Redis ("the cache Redis"), "Mark Chen" stays;
 * "I" is no name, and ends a run ("Actually I changed my mind").
 
 Spellings of one entity are one page (:meth:`Lexicon.key`): names are folded (case,
@@ -44,7 +45,7 @@ CALENDAR = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur
     thurs fri sat sun january february march april may june july august september october
     november december jan feb mar apr jun jul aug sep sept oct nov dec today tomorrow
-    yesterday tonight""".split()  # noqa: SIM905
+    yesterday tonight utc gmt cet cest est edt pst pdt""".split()  # noqa: SIM905
 )
 #: Languages and nationalities: an adjective or a language, not a page of its own.
 PEOPLES = frozenset(
@@ -84,6 +85,7 @@ class Lexicon:
     aliases: dict[str, str] = field(default_factory=dict)  # folded alias -> its name
     merged: dict[str, str] = field(default_factory=dict)  # folded key -> the key it joined
     lower: set[str] = field(default_factory=set)  # folded words seen written in lower case
+    alone: set[str] = field(default_factory=set)  # folded whole runs seen mid-sentence
     _alias_re: re.Pattern[str] | None = None
 
     def key(self, name: str) -> str:
@@ -101,7 +103,7 @@ class Lexicon:
                 words, opening = words[1:], False
             if opening and len(words) == 1 and not self._sure(words[0], known):
                 continue  # "Backups run nightly": sentence case, unless confirmed
-            if opening and len(words) > 1 and self._common(words[0]):
+            if opening and len(words) > 1 and self._common(words[0], words[1:]):
                 words = words[1:]  # "Yesterday Ana Ruiz ...", "Cache Redis maxmemory ..."
             if len(words) == 1 and _accident(words[0]):
                 continue
@@ -115,11 +117,15 @@ class Lexicon:
             out.extend(self.aliases[fold(m.group(0))] for m in self._alias_re.finditer(text))
         return list(dict.fromkeys(out))
 
-    def _common(self, word: str) -> bool:
-        """A day, a language, a stopword, or a word written in lower case elsewhere and
-        never capitalised mid-sentence: sentence case when it opens a run."""
+    def _common(self, word: str, rest: list[str]) -> bool:
+        """Whether ``word``, opening a run, is sentence case: a day, a language, a
+        stopword; or a word written in lower case elsewhere, never capitalised
+        mid-sentence, before a name found on its own ("Cache Redis", where "the cache
+        Redis" is said too; "Mark Chen" keeps Mark unless "Chen" stands alone)."""
+        if _accident(word):
+            return True
         k = fold(word)
-        return _accident(word) or (k in self.lower and k not in self.confirmed)
+        return k in self.lower and k not in self.confirmed and fold(" ".join(rest)) in self.alone
 
     def _sure(self, word: str, known: Collection[str]) -> bool:
         k = fold(word)
@@ -166,6 +172,8 @@ def lexicon(
     for text in texts:
         lex.lower.update(w.replace("’", "'") for w in _LOWER.findall(text))
         for words, opening in _runs(text):
+            if not opening:
+                lex.alone.add(fold(" ".join(words)))
             for n, word in enumerate(words):
                 if n or not opening:
                     lex.confirmed.add(fold(word))
