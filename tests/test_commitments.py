@@ -376,3 +376,36 @@ def test_the_same_words_in_another_channel_or_days_later_are_another_commitment(
     )
     run_pipeline(mem, "commitments")
     assert [c.channel for c in commitments.listing(mem, "dev")] == ["slack", "telegram"]
+
+
+def test_what_the_llm_infers_twice_for_one_intent_is_one_commitment(
+    tmp_path: Path, embedder: Embedder, clock: FixedClock
+) -> None:
+    settings = make_settings(tmp_path)
+    with FakeLLM() as fake:
+        settings.llm.provider = "openai"
+        settings.llm.openai.base_url = fake.url
+        with Memory(settings, embedder=embedder, clock=clock) as m:
+            exchange(
+                m,
+                "Remind me on Friday to renew the domain.",
+                "Sure, I'll remind you on Friday to renew the domain.",
+            )
+            fake.script(
+                json.dumps(
+                    {
+                        "commitments": [
+                            {
+                                "text": "Remind the user to renew the domain",
+                                "due": "2026-03-13T18:00",
+                            },
+                            {"text": "Renew the domain reminder", "due": "2026-03-13T09:00"},
+                        ]
+                    }
+                )
+            )
+            record = run_pipeline(m, "commitments")
+            (only,) = commitments.listing(m, "dev")
+            assert only.text == "Remind the user to renew the domain"
+            assert [a["text"] for a in only.also] == ["Renew the domain reminder"]
+            assert record.counts.get("merged") == 1
