@@ -9,6 +9,7 @@ ships with memoryd (``embed/minilm/tokenizer.json``, Apache-2.0; see NOTICE), so
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -28,6 +29,12 @@ from memoryd.errors import DependencyMissingError, StoreError
 from memoryd.settings import EmbedSettings, OnnxEmbedSettings
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+#: Texts this short (a word, a name) have their token counts remembered, up to
+#: ``COUNT_CACHE_SIZE`` of them: a message longer than the window is cut word by word
+#: (:func:`memoryd.conversation.split_to_window`), and words repeat (agentchat's 105k
+#: words of long messages are 1,353 distinct ones).
+COUNT_CACHE_CHARS = 64
+COUNT_CACHE_SIZE = 16_384
 log = logging.getLogger(__name__)
 
 
@@ -85,6 +92,7 @@ class OnnxEmbedder:
         self._counter = Tokenizer.from_file(str(tok_path))  # no truncation: for sizing
         self._counter.no_truncation()
         self._counter.no_padding()
+        self._count_short = functools.lru_cache(maxsize=COUNT_CACHE_SIZE)(self._count)
         self._session = _session(
             onnx_path, config.threads or min(4, os.cpu_count() or 1), config.cache_dir
         )
@@ -95,6 +103,11 @@ class OnnxEmbedder:
         self.calls = 0  # number of texts embedded: lets tests prove the cache works
 
     def count_tokens(self, text: str) -> int:
+        if len(text) <= COUNT_CACHE_CHARS:
+            return self._count_short(text)
+        return self._count(text)
+
+    def _count(self, text: str) -> int:
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
     @property
