@@ -265,7 +265,7 @@ def run(conversations: int, rounds: int, before_src: Path | None = None) -> dict
             print(json.dumps(row), file=sys.stderr, flush=True)
     keys = ("tokens_per_s", "ratio", "cpu_ratio", "ratio_to_bulk")
     median = {
-        name: {key: statistics.median(r[name][key] for r in rows) for key in keys}
+        name: {key: round(statistics.median(r[name][key] for r in rows), 3) for key in keys}
         | {
             "messages_per_s": round(
                 statistics.median(messages / r[name]["seconds"] for r in rows), 2
