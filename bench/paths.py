@@ -55,6 +55,8 @@ from _common import REPO_ROOT, loadavg, machine_info, percentile_ms
 from datasets import Conversation, Question, load
 from memoryd.embed import create_embedder
 from memoryd.settings import EmbedSettings
+from plain import MODES as PLAIN_MODES
+from plain import PlainIndex
 
 K = (5, 10, 25)
 BUDGETS = (250, 500, 1000, 2000)
@@ -355,6 +357,30 @@ MODES: dict[str, dict[str, str]] = {
 }
 
 
+def measure(
+    search: Search, convs: list[Conversation], count: Callable[[str], int]
+) -> dict[str, Any]:
+    """Every question of ``convs`` through ``search``, scored per split (``tune``: the first
+    half of the conversations, ``heldout``: the rest) and per category; p50/p95 of the call."""
+    search(convs[0], "warm up")
+    half = (len(convs) + 1) // 2
+    split_rows: dict[str, list[tuple[str, dict[str, float]]]] = defaultdict(list)
+    latencies: list[float] = []
+    for n, conv in enumerate(convs):
+        for q in conv.questions:
+            t0 = time.perf_counter()
+            hits, got = search(conv, q.text)
+            latencies.append(time.perf_counter() - t0)
+            row = (q.category, score(q, hits, got, count))
+            split_rows["overall"].append(row)
+            split_rows["tune" if n < half else "heldout"].append(row)
+    return {
+        "p50_ms": percentile_ms(latencies, 50),
+        "p95_ms": percentile_ms(latencies, 95),
+        **{split: summarise(rows) for split, rows in split_rows.items()},
+    }
+
+
 def run_path(
     name: str,
     convs: list[Conversation],
@@ -371,38 +397,135 @@ def run_path(
             ingest_s = time.perf_counter() - started
             turns = sum(len(c.turns()) for c in convs)
             print(f"{name}: {turns} turns in {ingest_s:.0f} s", file=sys.stderr)
-            search(convs[0], "warm up")
-            half = (len(convs) + 1) // 2
-            split_rows: dict[str, list[tuple[str, dict[str, float]]]] = defaultdict(list)
-            latencies: list[float] = []
-            for n, conv in enumerate(convs):
-                for q in conv.questions:
-                    t0 = time.perf_counter()
-                    hits, got = search(conv, q.text)
-                    latencies.append(time.perf_counter() - t0)
-                    row = (q.category, score(q, hits, got, count))
-                    split_rows["overall"].append(row)
-                    split_rows["tune" if n < half else "heldout"].append(row)
+            measured = measure(search, convs, count)
         finally:
             srv.close()
     return {
+        "path": name,
+        "mode": mode,
         "ingest_s": round(ingest_s, 1),
         "ingest_turns_per_s": round(turns / ingest_s, 1),
-        "p50_ms": percentile_ms(latencies, 50),
-        "p95_ms": percentile_ms(latencies, 95),
-        **{split: summarise(rows) for split, rows in split_rows.items()},
+        **measured,
     }
 
 
-def markdown(results: dict[str, Any]) -> str:
-    head = (
-        "| path | split | n | R@5 | R@10 | R@25 | ≤250 | ≤500 | ≤1000 | ≤2000 | p50 ms | p95 ms |"
-    )
+def run_baselines(
+    index: PlainIndex, convs: list[Conversation], count: Callable[[str], int], modes: list[str]
+) -> dict[str, dict[str, Any]]:
+    """The plain baselines (bench/plain.py) on the same conversations, scored as the paths
+    are: a hit is one message, shown as written. In-process, so their latency is no HTTP
+    call's."""
+    text = {(c.id, t.id): t.text for c in convs for t in c.turns()}
+
+    def searcher(mode: str) -> Search:
+        def search(conv: Conversation, query: str) -> tuple[list[Hit], list[set[str]]]:
+            ids = index.search(conv.id, query, mode)
+            return [{"shown": text[(conv.id, i)]} for i in ids], [{i} for i in ids]
+
+        return search
+
+    return {
+        mode: {"path": "plain", "mode": mode, **measure(searcher(mode), convs, count)}
+        for mode in modes
+    }
+
+
+#: how the side-by-side table names a row
+LABELS = {
+    "default": "default",
+    "vector": "vector only",
+    "keyword": "keyword only",
+    "plain-minilm": "plain MiniLM",
+    "plain-hybrid": "plain hybrid 0.7/0.3",
+}
+HALVES = ("tune", "heldout")
+
+
+def _r10(run: dict[str, Any], split: str, category: str | None = None) -> float | None:
+    s = run.get(split) or {}
+    if category is not None:
+        s = s.get("by_category", {}).get(category) or {}
+    value = s.get("recall@10")
+    return None if value is None else float(value)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def beats(runs: dict[str, Any]) -> dict[str, dict[str, bool]]:
+    """For each memoryd run in the default mode: whether its R@10 is above each rival's on
+    the tune half and on the held-out half (rivals: the same path and store in the other
+    modes, and the plain baselines). A half either run lacks is no win."""
+    out: dict[str, dict[str, bool]] = {}
+    for key, run in runs.items():
+        if run["path"] == "plain" or run["mode"] != "default":
+            continue
+        group = (run["path"], run.get("store"))
+        out[key] = {}
+        for other, rival in runs.items():
+            if other == key or (
+                rival["path"] != "plain" and (rival["path"], rival.get("store")) != group
+            ):
+                continue
+            pairs = [(_r10(run, h), _r10(rival, h)) for h in HALVES]
+            out[key][other] = all(a is not None and b is not None and a > b for a, b in pairs)
+    return out
+
+
+def side_by_side(name: str, data: dict[str, Any]) -> list[str]:
+    """One dataset's block: R@10 overall, per half and per category for every run, then
+    what each default run beats on both halves."""
+    runs = data["runs"]
+    groups = {(r["path"], r.get("store")) for r in runs.values() if r["path"] != "plain"}
+
+    def label(key: str) -> str:
+        run = runs[key]
+        base = LABELS.get(run["mode"], run["mode"])
+        if run["path"] == "plain" or len(groups) == 1:
+            return base
+        return f"{run['path']}@{run.get('store')} {base}"
+
+    cats = sorted({c for r in runs.values() for c in r["overall"]["by_category"]})
+    out = [
+        f"### {name}: {data['conversations']} conversations, {data['questions']} questions "
+        "(adversarial apart); evidence R@10",
+        "",
+        "| | overall | tune | held-out | " + " | ".join(cats) + " |",
+        "|---|---|---|---|" + "---|" * len(cats),
+    ]
+    for key, run in runs.items():
+        cells = [_r10(run, split) for split in ("overall", *HALVES)]
+        cells += [_r10(run, "overall", c) for c in cats]
+        out.append(f"| {label(key)} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    out.append("")
+    for key, verdicts in data["beats"].items():
+        if any(_r10(runs[key], h) is None for h in HALVES):
+            out.append(
+                f"{label(key)}: no tune or no held-out half to compare on (too few conversations)."
+            )
+            continue
+        won = [label(k) for k, ok in verdicts.items() if ok]
+        lost = [
+            f"{label(k)} (tune {_fmt(_r10(runs[key], 'tune'))} vs {_fmt(_r10(runs[k], 'tune'))}, "
+            f"held-out {_fmt(_r10(runs[key], 'heldout'))} vs {_fmt(_r10(runs[k], 'heldout'))})"
+            for k, ok in verdicts.items()
+            if not ok
+        ]
+        line = f"{label(key)} beats on both halves: {', '.join(won) or 'none'}"
+        out.append(line + (f"; not: {', '.join(lost)}." if lost else " (every other row)."))
+    return out
+
+
+def detail(runs: dict[str, Any]) -> list[str]:
+    """Every metric of every run: R@5/10/25, recall within token budgets, latency (the plain
+    baselines' is in-process), and R@10 / within 1,000 tokens per category."""
+    head = "| run | split | n | R@5 | R@10 | R@25 | ≤250 | ≤500 | ≤1000 | ≤2000 | p50 ms | p95 ms |"
     out = [head, "|" + "---|" * 12]
-    for name, r in results["paths"].items():
-        for split in ("overall", "tune", "heldout"):
+    for name, r in runs.items():
+        for split in ("overall", *HALVES):
             s = r.get(split)
-            if not s:
+            if not s or "recall@10" not in s:
                 continue
             cells = [s["recall@5"], s["recall@10"], s["recall@25"]]
             cells += [s[f"tokens@{b}"] for b in BUDGETS]
@@ -411,13 +534,37 @@ def markdown(results: dict[str, Any]) -> str:
                 + " | ".join(f"{c:.3f}" for c in cells)
                 + f" | {r['p50_ms']} | {r['p95_ms']} |"
             )
-    out += ["", "| path | category | n | R@10 | ≤1000 |", "|---|---|---|---|---|"]
-    for name, r in results["paths"].items():
+    out += ["", "| run | category | n | R@10 | ≤1000 |", "|---|---|---|---|---|"]
+    for name, r in runs.items():
         for cat, s in r["overall"]["by_category"].items():
             out.append(
                 f"| {name} | {cat} | {s['n']} | {s['recall@10']:.3f} | {s['tokens@1000']:.3f} |"
             )
-    return "\n".join(out)
+    return out
+
+
+def markdown(results: dict[str, Any]) -> str:
+    out: list[str] = []
+    for name, data in results["datasets"].items():
+        out += [*side_by_side(name, data), "", *detail(data["runs"]), ""]
+    return "\n".join(out).rstrip()
+
+
+def data_paths(items: list[str], names: list[str]) -> dict[str, str]:
+    """``--data [NAME=]PATH`` values by dataset: a bare PATH when one dataset is run."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, eq, path = item.partition("=")
+        if not eq:
+            if len(names) != 1:
+                raise SystemExit(
+                    f"--data {item}: say which dataset it is for, e.g. --data realtalk={item}"
+                )
+            name, path = names[0], item
+        if name not in names:
+            raise SystemExit(f"--data {item}: {name!r} is not in --datasets {','.join(names)}")
+        out[name] = path
+    return out
 
 
 def _tmpdir() -> tempfile.TemporaryDirectory[str]:
@@ -426,8 +573,22 @@ def _tmpdir() -> tempfile.TemporaryDirectory[str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", default="locomo")
-    ap.add_argument("--data", default=None, help="the dataset's file (default: its own)")
+    ap.add_argument(
+        "--datasets",
+        "--dataset",
+        dest="datasets",
+        default="locomo",
+        help="datasets, comma-separated, each through the same paths, modes and baselines "
+        "(locomo, realtalk, agentchat, longmemeval)",
+    )
+    ap.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="[NAME=]PATH",
+        help="a dataset's file or folder (realtalk=REALTALK/data); repeatable; a bare PATH "
+        "when one dataset is run",
+    )
     ap.add_argument("--limit", type=int, default=None, help="first N conversations")
     ap.add_argument("--paths", default="api-messages,api-text,diary")
     ap.add_argument(
@@ -436,60 +597,91 @@ def main(argv: list[str] | None = None) -> None:
         help="search modes, comma-separated: default (shipped fusion), vector, keyword",
     )
     ap.add_argument(
+        "--baselines",
+        default=",".join(PLAIN_MODES),
+        help="plain baselines on the same conversations, no memoryd in them (bench/plain.py), "
+        "comma-separated: plain-minilm, plain-hybrid; 'none' for none",
+    )
+    ap.add_argument(
         "--stores",
         default="sqlite",
         help="stores to run each path on, comma-separated: sqlite (the default), postgres "
         "(a throwaway PostgreSQL, a fresh database per path; results keyed PATH@postgres)",
     )
     add_set_option(ap)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=None, help="the results JSON; the tables go beside it (.md)")
     args = ap.parse_args(argv)
     server_env = server_settings(args.set)
+    names = args.datasets.split(",")
+    data = data_paths(args.data, names)
+    modes, paths, stores = args.modes.split(","), args.paths.split(","), args.stores.split(",")
+    baselines = [] if args.baselines == "none" else args.baselines.split(",")
+    for given, known, what in (
+        (modes, tuple(MODES), "mode"),
+        (paths, tuple(PATHS), "path"),
+        (stores, ("sqlite", "postgres"), "store"),
+        (baselines, PLAIN_MODES, "baseline"),
+    ):
+        if unknown := [g for g in given if g not in known]:
+            raise SystemExit(f"unknown {what} {unknown[0]!r}; known: {', '.join(known)}")
     for module in sorted(Path(__file__).parent.glob("dataset_*.py")):
         importlib.import_module(module.stem)
-    convs = load(args.dataset, path=args.data, limit=args.limit)
-    count = create_embedder(EmbedSettings()).count_tokens  # the default model's word pieces
+    loaded = {n: load(n, path=data.get(n), limit=args.limit) for n in names}
+    embedder = create_embedder(EmbedSettings())  # the default model: token counts, baselines
+    count = embedder.count_tokens
 
     results: dict[str, Any] = {
         "meta": {
-            "dataset": args.dataset,
-            "conversations": len(convs),
-            "questions": sum(len(c.questions) for c in convs),
+            "datasets": names,
+            "limit": args.limit,
             "machine": machine_info(),
             "loadavg_start": loadavg(),
             "repo": str(REPO_ROOT),
             "server_settings": server_env,  # beyond the shipped defaults
         },
-        "paths": {},
+        "datasets": {},
     }
-    stores = args.stores.split(",")
-    if set(stores) - {"sqlite", "postgres"}:
-        raise SystemExit(f"unknown store in {args.stores!r}; known: sqlite, postgres")
     with contextlib.ExitStack() as stack:
         pg_base = None
         if "postgres" in stores:
             from scale_pg import server  # a throwaway PostgreSQL 18 + pgvector
 
             pg_base = stack.enter_context(server(None, stack.enter_context(_tmpdir())))
-        for store in stores:
-            for name in args.paths.split(","):
-                for mode in args.modes.split(","):
-                    if mode not in MODES:
-                        raise SystemExit(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-                    key = name if mode == "default" else f"{name}[{mode}]"
-                    env = dict(server_env)
-                    if store == "postgres" and pg_base is not None:
-                        from tests.pgserver import fresh_database
+        for dataset, convs in loaded.items():
+            runs: dict[str, Any] = {}
+            for store in stores:
+                for name in paths:
+                    for mode in modes:
+                        key = name if mode == "default" else f"{name}[{mode}]"
+                        env = dict(server_env)
+                        if store == "postgres" and pg_base is not None:
+                            from tests.pgserver import fresh_database
 
-                        env["MEMORYD_STORE__URL"] = fresh_database(pg_base)
-                        key += "@postgres"
-                    results["paths"][key] = run_path(name, convs, count, mode, env)
+                            env["MEMORYD_STORE__URL"] = fresh_database(pg_base)
+                            key += "@postgres"
+                        runs[key] = {**run_path(name, convs, count, mode, env), "store": store}
+            if baselines:
+                runs.update(run_baselines(PlainIndex(embedder, convs), convs, count, baselines))
+            results["datasets"][dataset] = {
+                "conversations": len(convs),
+                "questions": sum(
+                    1 for c in convs for q in c.questions if q.category != ADVERSARIAL
+                ),
+                "runs": runs,
+                "beats": beats(runs),
+            }
+            if args.out:  # after each dataset: a long run keeps what it has measured
+                write(results, Path(args.out))
     results["meta"]["loadavg_end"] = loadavg()
-    table = markdown(results)
-    print(table)
+    print(markdown(results))
     if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
-        Path(args.out).with_suffix(".md").write_text(table + "\n")
+        write(results, Path(args.out))
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    """The JSON at ``out`` and its tables beside it (``.md``)."""
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(results) + "\n")
 
 
 if __name__ == "__main__":
