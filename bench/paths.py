@@ -26,9 +26,15 @@ the p50/p95 latency of the search call as the client sees it. Conversations are
 split in two halves: ``tune`` (the first) and ``heldout`` (the second).
 ``--modes vector,keyword`` measures a path again with the fusion reduced to one
 of its parts (the server's ``search.*_weight`` settings), to check that the
-default beats both.
+default beats both. ``--datasets`` runs several datasets through the same paths and
+modes, and the plain baselines (bench/plain.py: plain MiniLM, plain 0.7/0.3 hybrid) run
+on the same conversations, scored by the same ``score``; the tables put each dataset's
+runs side by side and say, computed from the numbers, what the default beats on both
+halves.
 
     python bench/paths.py --dataset locomo --paths api-messages,diary --out FILE
+    python bench/paths.py --datasets locomo,realtalk,agentchat --data realtalk=REALTALK/data \
+        --paths api-messages --modes default,vector,keyword --out FILE
 """
 
 from __future__ import annotations

@@ -56,39 +56,39 @@ def _sessions(conv: int) -> list[list[tuple[str, str]]]:
     return [lines[:8], lines[8:]]
 
 
+def _chat(conv: int, text: str, date: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """One conversation's sessions as LoCoMo and REALTALK write them (``text``: the key of a
+    message's words, ``date``: a session date with ``{s}`` for its number), and each fact's
+    message id."""
+    chat: dict[str, Any] = {"speaker_a": "Ana", "speaker_b": "Ben"}
+    ids: dict[str, str] = {}
+    for s, lines in enumerate(_sessions(conv), start=1):
+        chat[f"session_{s}_date_time"] = date.format(s=s)
+        chat[f"session_{s}"] = [
+            {"speaker": who, "dia_id": f"D{s}:{t}", text: words}
+            for t, (who, words) in enumerate(lines, start=1)
+        ]
+        ids |= {words: f"D{s}:{t}" for t, (_, words) in enumerate(lines, start=1)}
+    return chat, ids
+
+
 def _locomo(path: Path) -> None:
     samples = []
     for conv in range(2):
-        c: dict[str, Any] = {"speaker_a": "Ana", "speaker_b": "Ben"}
-        ids: dict[str, str] = {}
-        for s, lines in enumerate(_sessions(conv), start=1):
-            c[f"session_{s}_date_time"] = f"1:56 pm on {s} May, 2023"
-            c[f"session_{s}"] = [
-                {"speaker": who, "dia_id": f"D{s}:{t}", "text": text}
-                for t, (who, text) in enumerate(lines, start=1)
-            ]
-            ids |= {text: f"D{s}:{t}" for t, (_, text) in enumerate(lines, start=1)}
+        chat, ids = _chat(conv, "text", "1:56 pm on {s} May, 2023")
         qa = [
             {"question": q, "answer": "x", "evidence": [ids[fact]], "category": cat}
             for fact, q, cat in FACTS[conv]
         ]
-        samples.append({"conversation": c, "qa": qa})
+        samples.append({"conversation": chat, "qa": qa})
     path.write_text(json.dumps(samples))
 
 
 def _realtalk(folder: Path) -> None:
     folder.mkdir()
     for conv in range(2):
-        chat: dict[str, Any] = {}
-        ids: dict[str, str] = {}
-        for s, lines in enumerate(_sessions(conv), start=1):
-            chat[f"session_{s}_date_time"] = f"0{s}.05.2023, 13:56:00"
-            chat[f"session_{s}"] = [
-                {"speaker": who, "dia_id": f"D{s}:{t}", "clean_text": text}
-                for t, (who, text) in enumerate(lines, start=1)
-            ]
-            ids |= {text: f"D{s}:{t}" for t, (_, text) in enumerate(lines, start=1)}
-        chat["qa"] = [
+        chat, ids = _chat(conv, "clean_text", "0{s}.05.2023, 13:56:00")
+        chat["qa"] = [  # REALTALK's categories: 1 multi-hop, 2 temporal
             {"question": q, "evidence": [ids[fact]], "category": 1 if cat == 4 else 2}
             for fact, q, cat in FACTS[conv]
         ]
