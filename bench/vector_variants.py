@@ -27,25 +27,47 @@ from memoryd.search.text import directs
 from memoryd.settings import EmbedSettings
 
 
+#: speakers that are roles, not names: a prefix that says nothing
+ROLES = {"user", "assistant", "human", "ai", "system"}
+
+
 def embed_all(emb, texts: list[str]) -> np.ndarray:  # type: ignore[no-untyped-def]
     return np.vstack([emb.embed(texts[i : i + 64]) for i in range(0, len(texts), 64)])
 
 
-def mixed(own: np.ndarray, rows: list[str], weight: float, skip_directs: bool) -> np.ndarray:
+def mixed(
+    own: np.ndarray,
+    rows: list[str],
+    weight: float,
+    skip_directs: bool,
+    longest: int | None = None,
+    scale: int | None = None,
+    own_longest: int | None = None,
+) -> np.ndarray:
+    """Row k plus ``weight`` x row k-1; not for directives (``skip_directs``), not
+    after a row of more than ``longest`` words, and by ``scale / words`` after a
+    row of more than ``scale`` words."""
     out = own.copy()
     for k in range(1, len(rows)):
-        if not (skip_directs and directs(rows[k])):
-            out[k] = own[k] + weight * own[k - 1]
+        if skip_directs and directs(rows[k]):
+            continue
+        words = len(rows[k - 1].split())
+        if longest is not None and words > longest:
+            continue
+        if own_longest is not None and len(rows[k].split()) > own_longest:
+            continue
+        w = weight * min(1.0, scale / words) if scale is not None and words else weight
+        out[k] = own[k] + w * own[k - 1]
     return normalize(out)
 
 
-def main(name: str) -> None:
+def main(name: str, **options: object) -> None:
     for module in sorted(Path(__file__).parent.glob("dataset_*.py")):
         importlib.import_module(module.stem)
     emb = create_embedder(EmbedSettings())
     size = emb.max_tokens - WINDOW_MARGIN
     scores: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for conv in load(name):
+    for conv in load(name, **options):
         turns = conv.turns()
         rows = [
             (i, w)
@@ -55,6 +77,13 @@ def main(name: str) -> None:
         texts = [w for _, w in rows]
         plain = embed_all(emb, texts)
         spoken = embed_all(emb, [f"{turns[i].speaker}: {w}" for i, w in rows])
+        named = embed_all(
+            emb,
+            [
+                w if turns[i].speaker.lower() in ROLES else f"{turns[i].speaker}: {w}"
+                for i, w in rows
+            ],
+        )
         first = {i: k for k, (i, _) in reversed(list(enumerate(rows)))}
         variants = {
             "plain, first window": (plain, True),
@@ -63,6 +92,20 @@ def main(name: str) -> None:
             "+ previous 0.5 (memoryd)": (mixed(spoken, texts, 0.5, False), False),
             "+ previous 0.25": (mixed(spoken, texts, 0.25, False), False),
             "+ previous 0.5, not directives": (mixed(spoken, texts, 0.5, True), False),
+            "+ previous 0.5, not after > 60 words": (mixed(spoken, texts, 0.5, False, 60), False),
+            "+ previous 0.5, neither side > 60 words": (
+                mixed(spoken, texts, 0.5, False, 60, None, 60),
+                False,
+            ),
+            "name (not role): text": (named, False),
+            "name: text + previous 0.5, not after > 60 words": (
+                mixed(named, texts, 0.5, False, 60),
+                False,
+            ),
+            "name: text + previous 0.5, neither side > 60 words": (
+                mixed(named, texts, 0.5, False, 60, None, 60),
+                False,
+            ),
         }
         questions = [q for q in conv.questions if q.category != "adversarial"]
         qv = emb.embed([q.text for q in questions])
@@ -82,4 +125,7 @@ def main(name: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "agentchat")
+    main(
+        sys.argv[1] if len(sys.argv) > 1 else "agentchat",
+        **({"path": sys.argv[2]} if len(sys.argv) > 2 else {}),
+    )

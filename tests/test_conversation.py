@@ -232,6 +232,40 @@ def test_the_vector_carries_the_previous_turn(memory: Memory) -> None:
     alone = float(np.dot(own, before))
     assert query > alone + 0.1  # ... it leans towards the question it answers
 
+def test_a_turn_after_a_long_message_is_its_own_vector_and_roles_are_not_prefixed(
+    memory: Memory,
+) -> None:
+    explanation = " ".join(
+        f"Step {i}: the migration copies table {i} to the new cluster." for i in range(12)
+    )
+    assert len(explanation.split()) > 60
+    events = memory.add(
+        messages=[
+            {"role": "assistant", "content": explanation},
+            {"role": "user", "content": "Never push to main directly. Always open a PR."},
+            {"role": "assistant", "content": "Understood."},
+        ],
+        user_id="u",
+        infer=False,
+    )
+    rule, ack = (memory.get(e.id or "") for e in events[1:])
+    # a client that names no speaker: the role is not embedded ("user: ..." says nothing)
+    own, with_role, ack_own = memory.embed_texts(
+        [
+            "Never push to main directly. Always open a PR.",
+            "user: Never push to main directly. Always open a PR.",
+            "Understood.",
+        ]
+    )
+    # after 120 words about a migration, the instruction is not half about the migration
+    assert memory.store.vector_scores(own, [rule.id])[rule.id] > 0.999
+    assert memory.store.vector_scores(with_role, [rule.id])[rule.id] < 0.99
+    # after a short turn, a turn still leans towards it
+    assert memory.store.vector_scores(ack_own, [ack.id])[ack.id] < 0.99
+    leaning = memory.store.vector_scores(own, [ack.id])[ack.id]
+    assert leaning > float(np.dot(ack_own, own)) + 0.1
+
+
 
 def test_the_same_turn_sent_twice_is_stored_once(memory: Memory) -> None:
     memory.add(messages=SESSION_1, user_id="u", infer=False, metadata={"session": "D1"})

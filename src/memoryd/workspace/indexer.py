@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.access import workspace_owner
-from memoryd.conversation import context_of, contextual_vectors
+from memoryd.conversation import context_of, contextual_vectors, mixes, spoken
 from memoryd.core import Memory
 from memoryd.errors import OutsideWorkspaceError
 from memoryd.models import Filters, MemoryRecord, Origin, Source, content_hash
@@ -331,7 +331,7 @@ class Indexer:
             return 0
         turn = [r.metadata.get("speaker") is not None for r in records]
         texts = [
-            f"{r.metadata['speaker']}: {turn_words(r.text)}" if t else r.index_text
+            spoken(str(r.metadata["speaker"]), turn_words(r.text)) if t else r.index_text
             for r, t in zip(records, turn, strict=True)
         ]
         cached = self.memory.store.cache_get(
@@ -339,7 +339,10 @@ class Indexer:
         )
         missing = len({content_hash(t) for t in texts} - set(cached))
         own = self.memory.embed_texts(texts)
-        follows = [k > 0 and turn[k] and turn[k - 1] for k in range(len(records))]
+        follows = [
+            k > 0 and turn[k] and turn[k - 1] and mixes(turn_words(records[k - 1].text))
+            for k in range(len(records))
+        ]
         mixed = contextual_vectors(own, follows)
         for record, vector in zip(records, mixed, strict=True):
             record.embedding = vector  # rows that follow no turn are their own vector
