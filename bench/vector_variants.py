@@ -21,14 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from datasets import load
-from memoryd.conversation import WINDOW_MARGIN, split_to_window
+from memoryd.conversation import ROLE_SPEAKERS, WINDOW_MARGIN, split_to_window
 from memoryd.embed import create_embedder, normalize
 from memoryd.search.text import directs
 from memoryd.settings import EmbedSettings
-
-
-#: speakers that are roles, not names: a prefix that says nothing
-ROLES = {"user", "assistant", "human", "ai", "system"}
 
 
 def embed_all(emb, texts: list[str]) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -80,7 +76,7 @@ def main(name: str, **options: object) -> None:
         named = embed_all(
             emb,
             [
-                w if turns[i].speaker.lower() in ROLES else f"{turns[i].speaker}: {w}"
+                w if turns[i].speaker.lower() in ROLE_SPEAKERS else f"{turns[i].speaker}: {w}"
                 for i, w in rows
             ],
         )
