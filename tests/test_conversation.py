@@ -232,6 +232,7 @@ def test_the_vector_carries_the_previous_turn(memory: Memory) -> None:
     alone = float(np.dot(own, before))
     assert query > alone + 0.1  # ... it leans towards the question it answers
 
+
 def test_a_turn_after_a_long_message_is_its_own_vector_and_roles_are_not_prefixed(
     memory: Memory,
 ) -> None:
@@ -264,7 +265,6 @@ def test_a_turn_after_a_long_message_is_its_own_vector_and_roles_are_not_prefixe
     assert memory.store.vector_scores(ack_own, [ack.id])[ack.id] < 0.99
     leaning = memory.store.vector_scores(own, [ack.id])[ack.id]
     assert leaning > float(np.dot(ack_own, own)) + 0.1
-
 
 
 def test_the_same_turn_sent_twice_is_stored_once(memory: Memory) -> None:
