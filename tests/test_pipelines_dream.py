@@ -256,3 +256,24 @@ def test_dream_paces_its_diary_batches_like_digest(embedder: Embedder, tmp_path:
             assert len(slept) >= 3 and set(slept) == {pause}  # >= 2 batches per agent
         else:
             assert slept == []
+
+
+def test_a_week_old_value_does_not_supersede_a_newer_change(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """The dream carries a week-old short-term memory over as said when it was said: an
+    old value it re-reads after the change stays history, and the change stays current."""
+    workspace(settings, "alpha")
+    user = settings.workspace.user_id
+    clock.now = datetime.fromisoformat("2026-03-06T13:58:00+00:00")
+    mem.add("The public API gateway timeout is 20 seconds.", user_id=user, agent_id="alpha", run_id="2026-03-06", infer=True)  # fmt: skip
+    clock.now = datetime.fromisoformat("2026-03-10T09:30:00+00:00")
+    mem.add("We changed the public API gateway timeout to 15 seconds.", user_id=user, agent_id="alpha", infer=True)  # fmt: skip
+    clock.now = datetime.fromisoformat("2026-03-14T02:00:00+00:00")
+    assert run_pipeline(mem, "dream").status == "ok"
+
+    current = [r.text for r in mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)]  # fmt: skip
+    assert any("15 seconds" in t for t in current), current
+    assert not any("20 seconds" in t for t in current), current
+    hits = mem.search("what is the API gateway timeout", user_id=user, agent_id="alpha", top_k=3)
+    assert "15 seconds" in hits[0].text, [h.text for h in hits]

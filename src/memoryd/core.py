@@ -610,6 +610,11 @@ class Memory:
                             f"memory {target.id} vanished while reconciling",
                             "retry the add; nothing was stored",
                         )
+                    if event_at is not None and event_at < (old.event_at or old.created_at):
+                        # said before what it would replace (a week-old short-term memory
+                        # the dream carries over): history, not the current value
+                        events.append(MemoryEvent(id=old.id, memory=d.text, event=Event.NONE))
+                        continue
                     record = self._supersede(
                         old, d, category=category, now=now, event_at=event_at, actor=actor
                     )

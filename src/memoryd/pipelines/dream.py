@@ -266,7 +266,9 @@ def _step2(ctx: PipelineContext, ws: Workspace, d: AgentDream) -> None:
             category=_long_term_category(record),
             metadata={"pipeline": "dream", "from_run": record.run_id},
             source=record.source,
-            event_at=record.event_at,
+            # when it was said, not tonight: a value said before a change must not
+            # supersede the change, nor rank as the newer evidence
+            event_at=record.event_at or record.created_at,
             actor=ctx.actor,
             idempotency_key=f"dream:s2:{record.id}",
             dry_run=ctx.dry_run,
