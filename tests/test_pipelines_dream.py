@@ -21,7 +21,14 @@ from memoryd.pipelines.dream import long_term_count, rollback
 from memoryd.pipelines.runs import run_pipeline
 from memoryd.settings import Settings
 from tests.fake_llm import FakeLLM
-from tests.pipelines_kit import FixedClock, fill_diary, pipeline_settings, snapshot, workspace
+from tests.pipelines_kit import (
+    FixedClock,
+    fill_diary,
+    pipeline_settings,
+    snapshot,
+    workspace,
+    write_section,
+)
 
 
 @pytest.fixture
@@ -277,3 +284,23 @@ def test_a_week_old_value_does_not_supersede_a_newer_change(
     assert not any("20 seconds" in t for t in current), current
     hits = mem.search("what is the API gateway timeout", user_id=user, agent_id="alpha", top_k=3)
     assert "15 seconds" in hits[0].text, [h.text for h in hits]
+
+
+def test_what_the_dream_reads_in_a_diary_is_said_on_the_diary_day(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """A fact the dream takes from yesterday's diary happened yesterday, like the diary's
+    own lines: written at 02:00, it must not rank as newer than the next day's change."""
+    root = workspace(settings, "alpha")
+    user = settings.workspace.user_id
+    write_section(root, "2026-03-10", "16:33", ["**user**: We cut a new release branch: release/2026.06."])  # fmt: skip
+    clock.now = datetime.fromisoformat("2026-03-11T02:00:00+00:00")
+    assert run_pipeline(mem, "dream").status == "ok"
+    dreamt = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)
+    assert dreamt and all(r.event_at == datetime.fromisoformat("2026-03-10T00:00:00+00:00") for r in dreamt)  # fmt: skip
+    # the next day's change, as the diary index stores a line of 2026-03-11
+    clock.now = datetime.fromisoformat("2026-03-11T17:51:00+00:00")
+    mem.add("Got it, the active release branch is release/2026.04.", user_id=user, agent_id="alpha", infer=False, event_at=datetime.fromisoformat("2026-03-11T00:00:00+00:00"))  # fmt: skip
+    clock.now = datetime.fromisoformat("2026-03-16T06:00:00+00:00")
+    hits = mem.search("which is the current release branch", user_id=user, agent_id="alpha", top_k=3)  # fmt: skip
+    assert "release/2026.04" in hits[0].text, [h.text for h in hits]

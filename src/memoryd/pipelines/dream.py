@@ -216,6 +216,9 @@ def _step1(ctx: PipelineContext, ws: Workspace, d: AgentDream, last_done: object
                 infer=True,
                 metadata={"pipeline": "dream", "diary": day.isoformat()},
                 source=Source(path=rel, start_line=first, end_line=last),
+                # said on the diary's day, as its indexed lines are: not newer than the
+                # lines it came from (newer-first would put it above the change after it)
+                event_at=datetime.combine(day, time.min, tzinfo=UTC),
                 actor=ctx.actor,
                 idempotency_key=f"dream:s1:{batch.key('dream', ws.agent_id, rel)}",
                 dry_run=ctx.dry_run,
