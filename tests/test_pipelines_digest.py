@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -238,3 +239,24 @@ def test_digest_pauses_between_batches(embedder: Embedder, tmp_path: Path) -> No
         assert result.status == "ok" and result.counts["batches"] >= 4
         # across agents too: the LLM sees one batch per pause however the work is split
         assert slept == ([pause] * (result.counts["batches"] - 1) if pause else [])
+
+
+def test_what_digest_reads_in_a_diary_is_said_on_the_diary_day(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """A short-term memory digest takes from a diary happened on the diary's day, like the
+    diary's own lines: written after midnight, it must not rank as newer than the next
+    day's change."""
+    root = workspace(settings, "alpha")
+    user = settings.workspace.user_id
+    write_section(root, "2026-03-19", "15:00", ["**assistant**: The exports take longer than the API gateway's 40 seconds timeout."])  # fmt: skip
+    clock.now = datetime.fromisoformat("2026-03-20T00:30:00+00:00")
+    assert run_pipeline(mem, "digest").status == "ok"
+    digested = mem.list(agent_id="alpha", filters=Filters(short_term_only=True), limit=100)
+    assert digested and all(r.event_at == datetime.fromisoformat("2026-03-19T00:00:00+00:00") for r in digested)  # fmt: skip
+    # the next day's change, as the diary index stores a line of 2026-03-20
+    clock.now = datetime.fromisoformat("2026-03-20T10:10:00+00:00")
+    mem.add("Got it, the API gateway timeout is 45 seconds.", user_id=user, agent_id="alpha", infer=False, event_at=datetime.fromisoformat("2026-03-20T00:00:00+00:00"))  # fmt: skip
+    clock.now = datetime.fromisoformat("2026-03-23T06:00:00+00:00")
+    hits = mem.search("how long before the API gateway times out", user_id=user, agent_id="alpha", top_k=3)  # fmt: skip
+    assert "45 seconds" in hits[0].text, [h.text for h in hits]

@@ -34,7 +34,7 @@ failing holds back its own agent, recorded in the run, and no other.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from memoryd.extract import get_prompt
@@ -183,6 +183,9 @@ def _digest_batch(
             category=category,
             metadata={"pipeline": "digest"},
             source=Source(path=rel, start_line=first, end_line=last),
+            # said on the diary's day (as its indexed lines are), not when digest ran:
+            # the dream carries this time on to long-term
+            event_at=datetime.combine(day, time.min, tzinfo=UTC),
             actor=ctx.actor,
             idempotency_key=f"digest:{bkey}:{suffix}",
         )
