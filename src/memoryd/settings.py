@@ -106,6 +106,15 @@ class SearchSettings(BaseModel):
     # stopword-free queries (evidence recall@10 0.726 -> 0.739, with entity_boost 0.1)
     vector_weight: float = 0.6
     keyword_weight: float = 0.4
+    # a keyword match counts in full only beside some meaning: a hybrid candidate's keyword
+    # score is scaled by min(1, vector / keyword_meaning_floor). A window of code or a long
+    # explanation shares words with any question ("project", "test", "team") at cosine ~0.
+    # Agent chats (tune half) by floor: 0 0.891, 0.1 0.902, 0.2 0.907, 0.3 0.909; LoCoMo
+    # 0.783 with 0.2 and without (at 0.7/0.3 weights; bench/README.md, issue 35). Off (0)
+    # by default: a lookup of an exact token (an error code, a ticket id) is what the
+    # keyword side is for, MiniLM gives such tokens little meaning, and only chats were
+    # measured
+    keyword_meaning_floor: float = Field(default=0.0, ge=0.0, le=1.0)
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: int = 60
     candidate_multiplier: int = 4
@@ -118,11 +127,13 @@ class SearchSettings(BaseModel):
     min_candidates: int = Field(default=100, ge=1)
     default_top_k: int = 5
     max_top_k: int = 100
-    # relevance floor (compared with the fused relevance, never with recency): on LoCoMo
-    # conversations 0-4 every evidence turn in the top 25 has relevance >= 0.1 and 99.8%
-    # >= 0.2, while a memory that shares no word and no meaning with the query scores ~0
-    # and would otherwise be carried into the results by recency alone
-    min_score: float = 0.2
+    # relevance floor (compared with the fused relevance, never with recency): a memory that
+    # shares no word and no meaning with the query scores ~0 and would otherwise be carried
+    # into the results by recency alone. On LoCoMo every evidence turn in the top 25 has
+    # relevance >= 0.1 (99.8% >= 0.2); on agent chats a short statement answering a long
+    # question often scores 0.1-0.2 ("We now depend on rich too" for "Which libraries has
+    # the user added?"): 0.2 cut agentchat R@10 0.900 -> 0.857, LoCoMo the same at both
+    min_score: float = 0.1
     # added to a hit whose metadata names a speaker/person the query mentions by name
     # (tuned on LoCoMo conversations 0-4 with the turn prior below: 0.1 0.802, 0.15 0.807
     # evidence recall@10; more costs questions about the *other* person; 0 turns it off)
@@ -326,9 +337,10 @@ class WorkspaceSettings(BaseModel):
     watch: bool = True  # `serve` re-indexes changed files
     debounce_ms: int = 300  # quiet time before a burst of file changes is indexed
     # memory_search: hits until ``result_tokens`` of returned text (OpenClaw's 6 hits of
-    # ~700 characters cost about that), at most ``max_results``. min_score is the floor
-    # of search.min_score, not OpenClaw's 0.35: that is for OpenClaw's own score scale,
-    # and on ours it dropped evidence (LoCoMo diary path recall@10 0.793 with 0.2, 0.774)
+    # ~700 characters cost about that), at most ``max_results``. min_score is 0.2, not
+    # OpenClaw's 0.35: that is for OpenClaw's own score scale, and on ours it dropped
+    # evidence (LoCoMo diary path recall@10 0.793 with 0.2, 0.774); workspace chunks are
+    # notes and diary lines, not agent chats' short turns (search.min_score, 0.1)
     max_results: int = Field(default=50, ge=1, le=100)
     result_tokens: int = Field(default=1000, ge=1)
     min_score: float = Field(default=0.2, ge=0.0, le=1.0)

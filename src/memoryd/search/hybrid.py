@@ -80,9 +80,11 @@ def fuse(
         elif mode == "keyword":
             wv, wk = 0.0, 1.0
         total = (wv + wk) or 1.0
+        floor = settings.keyword_meaning_floor if mode == "hybrid" else 0.0
         for i in ids:
             v, kw = vector_hits.get(i, 0.0), keyword_hits.get(i, 0.0)
-            out.append(Candidate(i, v, kw, (wv * v + wk * kw) / total))
+            counted = kw * min(1.0, v / floor) if floor > 0 else kw
+            out.append(Candidate(i, v, kw, (wv * v + wk * counted) / total))
     out.sort(key=lambda c: -c.fused)
     return out
 
