@@ -261,6 +261,9 @@ def recall(mem: Memory, *queries: str) -> None:
 
 
 def block_of(text: str) -> list[str]:
+    """The promoted block's lines ([] when MEMORY.md has no block: an empty one leaves)."""
+    if BLOCK_START not in text:
+        return []
     inside = text.split(BLOCK_START, 1)[1].split(BLOCK_END, 1)[0]
     return [line.strip() for line in inside.splitlines() if line.strip()]
 
@@ -294,6 +297,26 @@ def test_a_line_whose_memory_is_gone_or_changed_leaves_the_block(
     recall(mem, "billing service port")
     run_pipeline(mem, "promote")
     assert FACT not in (root / "MEMORY.md").read_text()
+
+
+def test_a_block_whose_lines_all_left_leaves_no_bare_title_behind(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    root = workspace(loose, "alpha")
+    (root / "MEMORY.md").write_text("# MEMORY\n\n- Answer briefly\n")
+    fact = mem.add(FACT, user_id="default", agent_id="alpha")[0].id
+    recall(mem, "billing service port")
+    run_pipeline(mem, "promote")
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {FACT}"]
+    mem.delete(fact, reason="the billing service moved")
+    run = run_pipeline(mem, "promote")
+    assert run.counts["stale_dropped"] == 1, run
+    text = (root / "MEMORY.md").read_text()
+    # no "## Promoted by memoryd" and markers around nothing: a chunk that says nothing
+    assert "Promoted by memoryd" not in text and "memoryd:promoted" not in text
+    assert text.startswith("# MEMORY\n\n- Answer briefly\n")
+    hits = mem.search("promoted by memoryd recalled often", user_id="default", agent_id="alpha")
+    assert not any("memoryd:promoted" in h.text for h in hits)
 
 
 def test_tasks_chit_chat_table_rows_and_requests_are_not_promoted(
@@ -368,9 +391,8 @@ def test_the_agents_own_lines_are_kept_byte_for_byte(
     (root / "MEMORY.md").write_bytes(data + after.encode())
     mem.delete(fact)
     assert run_pipeline(mem, "promote").counts["stale_dropped"] == 1
-    assert (root / "MEMORY.md").read_bytes() == (
-        AGENT_OWN + f"{BLOCK_TITLE}\r\n{BLOCK_START}\r\n{BLOCK_END}\r\n" + after
-    ).encode()
+    # the block, empty now, leaves; every byte of the agent's around it stays
+    assert (root / "MEMORY.md").read_bytes() == (AGENT_OWN + after).encode()
 
 
 def test_a_superseded_fact_leaves_the_block_for_its_current_value(

@@ -86,8 +86,13 @@ def _ends_blank(text: str) -> bool:
 
 
 def render(block: Block, lines: list[str]) -> str:
-    """The file with the block holding ``lines``; the agent's text around it untouched."""
+    """The file with the block holding ``lines``; the agent's text around it untouched.
+
+    No lines, no block: a bare title and its markers would be a chunk that says nothing
+    ("Promoted by memoryd ... recalled often") and yet matches queries."""
     nl = block.newline
+    if not lines:
+        return block.head + block.tail if block.found else block.head
     body = nl.join([BLOCK_TITLE, BLOCK_START, *[f"- {t}" for t in lines], BLOCK_END]) + nl
     if block.found:
         return block.head + body + block.tail
