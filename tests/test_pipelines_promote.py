@@ -438,6 +438,34 @@ def test_a_line_from_an_old_diary_excerpt_leaves_once_a_newer_fact_says_otherwis
     assert f"- {old}" not in block_of((root / "MEMORY.md").read_text())
 
 
+def test_a_line_leaves_once_a_later_diary_day_or_turn_says_otherwise(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    """The change may never become a fact of its own (said in passing, no digest yet):
+    a later day's diary line or conversation turn that announces it is evidence too. A
+    curated file's chunk is not (MEMORY.md's block would confirm itself)."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from tests.pipelines_kit import write_section
+
+    root = workspace(loose, "alpha")
+    old = "Pipeline alerts go to the #pipeline-alerts Slack channel."
+    write_section(root, "2026-03-19", "09:00", [f"**user**: {old}", "**assistant**: Noted."])
+    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
+    recall(mem, "where do pipeline alerts go", "pipeline alert channel")
+    run_pipeline(mem, "promote")
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    clock.now += timedelta(days=1)
+    run = run_pipeline(mem, "promote")  # nothing newer yet: the line stays
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"], run.notes
+    clock.now += timedelta(days=1)
+    write_section(root, "2026-03-21", "10:00", ["**user**: We moved pipeline alerts to #dq-pager."])
+    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
+    run = run_pipeline(mem, "promote")
+    assert any("We moved pipeline alerts to #dq-pager" in n for n in run.notes), run.notes
+    assert block_of((root / "MEMORY.md").read_text()) == []
+
+
 def test_what_cannot_stand_as_a_fact() -> None:
     """Also for lines distilled from diary excerpts, which have no category to go by
     (bench/weeks promoted both of these from the diary)."""

@@ -335,7 +335,7 @@ def why_not_current(record: MemoryRecord | None, now: datetime, picked: str | No
 
 
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
-NEWER_CANDIDATES = 8  # current memories compared with a line for a newer value
+NEWER_CANDIDATES = 12  # current memories compared with a line for a newer value
 
 
 def said_at(record: MemoryRecord) -> datetime:
@@ -352,8 +352,9 @@ def said_at(record: MemoryRecord) -> datetime:
 
 
 def newer_value(ctx: PipelineContext, agent: str, text: str, since: datetime) -> str:
-    """A current fact said after ``since`` that gives ``text``'s subject and attribute a
-    new value ("CI runs 16 parallel jobs now" after "CI runs 12 parallel jobs"), or ''
+    """A current fact, conversation turn or diary line said after ``since`` that gives
+    ``text``'s subject and attribute a new value ("CI runs 16 parallel jobs now" after
+    "CI runs 12 parallel jobs"), or ''
     (:func:`~memoryd.extract.claims.says_otherwise`, with ``promote.stale_similarity``).
 
     A diary excerpt is evidence of what was said that day and is never superseded
@@ -364,14 +365,17 @@ def newer_value(ctx: PipelineContext, agent: str, text: str, since: datetime) ->
         user_id=ctx.user_id,
         agent_id=agent,
         top_k=NEWER_CANDIDATES,
-        filters=Filters(origins=[Origin.API, Origin.FACT]),
+        filters=Filters(origins=[Origin.API, Origin.FACT, Origin.TURN, Origin.CHUNK]),
         time_decay=False,
         record_recall=False,  # the pipeline looking is not an agent recalling
     )
     newer = [
         hit
         for hit in hits
-        if hit.record.valid_from > since
+        # what was said: facts, conversation turns and diary lines (dated to their day);
+        # never a curated file's chunk (MEMORY.md's own block is derived, not evidence)
+        if (hit.record.origin != Origin.CHUNK or is_diary_chunk(hit.record))
+        and said_at(hit.record) > since
         and _norm(hit.text) != _norm(text)
         and not is_task(hit.record.category, hit.text)
         and not is_chitchat(hit.text)
