@@ -344,14 +344,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ):
         from tests.pgserver import fresh_database
 
-        db = fresh_database(base)
+        keep = Path(args.keep) if args.keep else None
+        loaded = keep / "loaded.json" if keep else None
+        home = keep if keep else Path(tmp)
+        done = json.loads(loaded.read_text()) if loaded and loaded.is_file() else None
+        if done and done["scale"] != result["scale"]:
+            raise SystemExit(f"{keep} holds another scale: {done['scale']}; use a new --keep")
+        db = done["db"] if done else fresh_database(base)
         result["postgres"] = server_info(db)
-        mem = Memory(Settings(home=Path(tmp) / "sqlite"))
+        mem = Memory(Settings(home=home / "sqlite"))
         mem.embed_texts(["warm up the model"])
-        pg = open_store(db)
-        result["load"] = load(mem, pg, sizes, args.seed)
+        if done:  # measured again on the stores of an earlier run
+            result["load"] = done["load"]
+        else:
+            pg = open_store(
+                db, StoreSettings(postgres={"index_build_memory": args.index_build_memory})
+            )
+            result["load"] = load(mem, pg, sizes, args.seed)
+            pg.close()
+            if loaded:
+                loaded.write_text(json.dumps({"scale": result["scale"], "db": db} | result))
         print(f"  load: {result['load']}", file=sys.stderr, flush=True)
-        pg.close()
         pg_settings = Settings(home=Path(tmp) / "pg")
         pg_settings.store.url = db
         pg_mem = Memory(pg_settings)
@@ -389,9 +402,21 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--clients", type=int, default=4, help="concurrent HTTP clients")
     p.add_argument("--writes", type=int, default=200, help="writes for ingest/s")
     p.add_argument("--pg-url", help="PostgreSQL to use (default: a throwaway server)")
+    p.add_argument(
+        "--keep",
+        help="load the stores into this directory (and --pg-url's server) once; later runs"
+        " with the same --keep and scale measure them again without loading",
+    )
+    p.add_argument(
+        "--index-build-memory",
+        default="512MB",
+        help="maintenance_work_mem for the HNSW build (the graph of 1M 384-d vectors needs ~2GB)",
+    )
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--out", help="write the JSON results here")
     args = p.parse_args(argv)
+    if args.keep and not args.pg_url:
+        p.error("--keep needs --pg-url: a throwaway server's database ends with the run")
     t0 = time.perf_counter()
     result = run(args)
     result["seconds"] = round(time.perf_counter() - t0, 1)

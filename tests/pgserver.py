@@ -177,10 +177,11 @@ def _wait_ready(proc: subprocess.Popen[bytes], pgdata: Path, port: int, timeout:
 
 
 def start_pg(
-    tmpdir: str | os.PathLike[str], *, timeout: float = 30.0
+    tmpdir: str | os.PathLike[str], *, timeout: float = 30.0, conf_extra: str = ""
 ) -> tuple[str, Callable[[], None]]:
     """Start a private PostgreSQL on 127.0.0.1:<free port> with database ``memoryd``
-    (vector extension created). Returns (postgresql:// URL, stop)."""
+    (vector extension created). ``conf_extra`` is appended to postgresql.conf (a
+    benchmark's ``shared_buffers``). Returns (postgresql:// URL, stop)."""
     bindir = _pg_bin()
     uid, gid = _ensure_user()
     as_root = os.geteuid() == 0
@@ -249,6 +250,7 @@ def start_pg(
                 "max_connections = 100\nshared_buffers = 128MB\n"
                 "dynamic_shared_memory_type = mmap\n"  # do not depend on /dev/shm's size
                 "logging_collector = off\n"
+                f"{conf_extra}\n"
             )
         with logfile.open("wb") as log:
             proc = subprocess.Popen(

@@ -143,6 +143,18 @@ def test_the_optimised_graph_is_cached_and_a_damaged_cache_is_rebuilt(
     )
 
 
+def test_the_model_threads_do_not_busy_wait_unless_asked(tmp_path: Path) -> None:
+    """Spinning threads hold the cores after every run, which the rest of a search (and
+    PostgreSQL's backend) needs on a small machine; ``embed.onnx.spin`` turns it on."""
+    key = "session.intra_op.allow_spinning"
+    quiet = OnnxEmbedder(OnnxEmbedSettings(cache_dir=tmp_path))
+    spinning = OnnxEmbedder(OnnxEmbedSettings(cache_dir=tmp_path, spin=True))
+    assert quiet._session.get_session_options().get_session_config_entry(key) == "0"
+    assert spinning._session.get_session_options().get_session_config_entry(key) == "1"
+    texts = ["the staging database runs on port 5433"]
+    assert np.allclose(quiet.embed(texts), spinning.embed(texts), atol=1e-6)
+
+
 class HeldEmbedder:
     """The real model behind a gate: every call waits until ``release`` is set."""
 

@@ -381,7 +381,12 @@ def test_named_migrations_apply_once_and_catch_up_old_databases(pg_db: str) -> N
                 " WHERE table_schema = 'memoryd' AND table_name = 'memories'"
             )
         }
-    assert names == ["001_initial", "002_gin_fastupdate_off", "003_keyword_postings"]
+    assert names == [
+        "001_initial",
+        "002_gin_fastupdate_off",
+        "003_keyword_postings",
+        "004_vectors_in_row",
+    ]
     assert "kw" in columns and "tsv" not in columns
     assert before[0] and before[1] and "u2" not in dict(before[1])
     assert after == before
@@ -415,3 +420,30 @@ def test_a_small_scope_is_scanned_exactly_and_a_large_one_through_the_graph(pg_d
     finally:
         exact.close()
         graph.close()
+
+
+def test_a_vector_stays_in_its_row_when_the_row_outgrows_a_page_share(
+    pg: PostgresStore, pg_db: str
+) -> None:
+    """pgvector stores vectors out of line by default; a memory of a 384-dimension vector
+    and a few hundred characters passes the 2 kB toast threshold (the vector is its
+    largest value, so the first to go), and an exact scan then
+    read every vector from the toast table. Text and keyword counts move out instead."""
+    rng = np.random.default_rng(3)
+    words = " ".join(f"w{n:x}{rng.integers(1 << 30):x}" for n in range(45))  # ~500 bytes
+    rows = records(unit(rng, 3, 384), prefix="t", user_id="toast")
+    for r in rows:
+        r.text = f"{r.text} {words}"
+    pg.add(rows)
+    with psycopg.connect(pg_db) as conn:
+        found = conn.execute(
+            "SELECT pg_column_toast_chunk_id(embedding), pg_column_size(embedding),"
+            " pg_column_toast_chunk_id(kw) IS NOT NULL OR pg_column_toast_chunk_id(text) IS NOT NULL"
+            " FROM memoryd.memories WHERE user_id = 'toast'"
+        ).fetchall()
+    assert len(found) == 3
+    for vector_chunk, size, others_out in found:
+        assert others_out  # the row was too big: something had to leave it
+        assert vector_chunk is None and size >= 384 * 4  # not the vector
+    q = unit(rng, 1, 384)[0]
+    assert len(pg.vector_search(q, Filters(user_id="toast"), 3)) == 3

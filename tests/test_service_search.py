@@ -172,6 +172,22 @@ def test_nothing_is_returned_twice(team: Memory) -> None:
     assert len({h.id for h in hits}) == len(hits)
 
 
+def test_the_keyword_side_run_beside_the_embedding_finds_what_it_finds_inline(
+    team: Memory,
+) -> None:
+    """A new query's keyword searches (the agent's scope and the shared pool) run while
+    the query is embedded; a repeated query's embedding is cached and they run inline.
+    Both give the same hits, scores and parts, the keyword-only match included."""
+    query = "kiro-cli tmux build host"
+    team._query_cache.clear()
+    first = team.search(query, user_id="boss", agent_id="ops", top_k=10)
+    assert query in team._query_cache
+    again = team.search(query, user_id="boss", agent_id="ops", top_k=10)
+    assert [(h.id, h.score, h.parts) for h in first] == [(h.id, h.score, h.parts) for h in again]
+    assert {h.memory_type for h in first} >= {"shared"}  # the pool's side came back too
+    assert any(h.parts.keyword > 0 for h in first)
+
+
 def test_no_user_id_is_hard_coded(memory: Memory) -> None:
     # the seed searched a fixed user "shared" for everyone; here that is just another user
     memory.add(

@@ -13,6 +13,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -92,6 +93,9 @@ class Memory:
         self.store.clock = clock  # one clock: the store stamps updates and history with it
         self.new_id = id_factory
         self._query_cache: dict[str, np.ndarray] = {}
+        # a search's keyword side runs here while its query is embedded (the model and
+        # the store's I/O release the GIL); threads start on first use
+        self._side = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memoryd-keywords")
         self.llm = llm if llm is not None else create_llm(self.settings.llm)
         s = self.settings
         self.extractor = make_extractor(self.llm, s.extract, s.limits)
@@ -119,6 +123,7 @@ class Memory:
             )
 
     def close(self) -> None:
+        self._side.shutdown(wait=True)
         self.recalls.flush()
         self.store.close()
 
@@ -977,14 +982,21 @@ class Memory:
         as_of = _aware(as_of) if as_of is not None else None
         if mode != "keyword" and not self.vectors_match():
             mode = "keyword"  # the stored vectors are another model's: a rebuild is under way
-        qvec = self.embed_query(query) if mode != "keyword" else None
         n = max(top_k * s.candidate_multiplier, s.min_candidates)
-        candidates = hybrid_candidates(self.store, query, qvec, f, n, s, mode)
         pool = pool_filters(f, s.shared_categories) if include_shared else None
-        if pool is not None:
-            candidates = merge(
-                candidates, hybrid_candidates(self.store, query, qvec, pool, n, s, mode)
+        scopes = [f] if pool is None else [f, pool]
+        early = (
+            [self._side.submit(self.store.keyword_search, query, scope, n) for scope in scopes]
+            if mode == "hybrid" and query not in self._query_cache
+            else [None] * len(scopes)
+        )  # the keyword side runs while the query is embedded
+        qvec = self.embed_query(query) if mode != "keyword" else None
+        candidates: builtins.list[Candidate] = []
+        for scope, side in zip(scopes, early, strict=True):
+            these = hybrid_candidates(
+                self.store, query, qvec, scope, n, s, mode, None if side is None else side.result()
             )
+            candidates = merge(candidates, these) if candidates else these
         candidates = sorted((c for c in candidates if c.fused >= threshold), key=lambda c: -c.fused)
         boost = s.entity_boost if mode == "hybrid" else 0.0
         found = self._rank(

@@ -78,6 +78,10 @@ class OnnxEmbedSettings(BaseModel):
     max_tokens: int = 256
     batch_size: int = 32
     threads: int = 0  # 0: onnxruntime decides
+    # onnxruntime's threads busy-wait after each run for the next one; on a few cores that
+    # takes the CPU from the rest of a search (SQLite's scoring, PostgreSQL's backend):
+    # hybrid p50 under_100/1k users 12/28 -> 10/24 ms on PostgreSQL (bench/team.py)
+    spin: bool = False
     # where the optimised graph is cached (embed/onnx.py); unset: $XDG_CACHE_HOME/memoryd/onnx
     # when XDG_CACHE_HOME is set, else $MEMORYD_HOME/cache/onnx (`memoryd cache clean`)
     cache_dir: Path | None = None

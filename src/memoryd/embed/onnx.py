@@ -94,7 +94,10 @@ class OnnxEmbedder:
         self._counter.no_padding()
         self._count_short = functools.lru_cache(maxsize=COUNT_CACHE_SIZE)(self._count)
         self._session = _session(
-            onnx_path, config.threads or min(4, os.cpu_count() or 1), config.cache_dir
+            onnx_path,
+            config.threads or min(4, os.cpu_count() or 1),
+            config.cache_dir,
+            config.spin,
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._session.get_outputs()[0].shape[-1])
@@ -181,7 +184,9 @@ def length_groups(lengths: Sequence[int]) -> list[list[int]]:
     return groups
 
 
-def _session(onnx_path: Path, threads: int, cache_dir: Path | None = None) -> Any:
+def _session(
+    onnx_path: Path, threads: int, cache_dir: Path | None = None, spin: bool = False
+) -> Any:
     """An onnxruntime session for ``onnx_path``, built from a cached optimised copy.
 
     Optimising the graph is most of what opening a model costs (the bundled
@@ -197,6 +202,7 @@ def _session(onnx_path: Path, threads: int, cache_dir: Path | None = None) -> An
         o = ort.SessionOptions()
         o.intra_op_num_threads = threads
         o.inter_op_num_threads = 1
+        o.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
         o.graph_optimization_level = level
         if save_to is not None:
             o.optimized_model_filepath = str(save_to)

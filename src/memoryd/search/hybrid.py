@@ -10,6 +10,7 @@ hits it returns (a pydantic model per candidate was ~1 ms of a top-25 search).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,14 +98,19 @@ def hybrid_candidates(
     n: int,
     settings: SearchSettings,
     mode: str = "hybrid",
+    keyword_side: Sequence[tuple[str, float]] | None = None,
 ) -> list[Candidate]:
-    """Ranked candidates for ``query`` within ``filters``; ``n`` per side."""
+    """Ranked candidates for ``query`` within ``filters``; ``n`` per side.
+    ``keyword_side`` is the store's ``keyword_search`` answer when the caller has it
+    already (it ran while the query was embedded)."""
     vector_hits: dict[str, float] = {}
     keyword_hits: dict[str, float] = {}
     if mode in ("hybrid", "vector") and query_vector is not None:
         vector_hits = dict(store.vector_search(query_vector, filters, n))
     if mode in ("hybrid", "keyword"):
-        keyword_hits = dict(store.keyword_search(query, filters, n))
+        if keyword_side is None:
+            keyword_side = store.keyword_search(query, filters, n)
+        keyword_hits = dict(keyword_side)
         missing = [i for i in keyword_hits if i not in vector_hits]
         if missing and query_vector is not None and mode == "hybrid":
             vector_hits.update(store.vector_scores(query_vector, missing))
