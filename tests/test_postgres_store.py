@@ -447,3 +447,39 @@ def test_a_vector_stays_in_its_row_when_the_row_outgrows_a_page_share(
         assert vector_chunk is None and size >= 384 * 4  # not the vector
     q = unit(rng, 1, 384)[0]
     assert len(pg.vector_search(q, Filters(user_id="toast"), 3)) == 3
+
+
+def test_batches_over_several_scopes_in_any_order_never_deadlock(pg_db: str) -> None:
+    """Every insert updates its scope's keyword statistics row, locked to the end of the
+    transaction: two servers writing batches for the same users in opposite orders would
+    wait on each other (PostgreSQL then aborts one). Rows go in scope order instead."""
+    stores = [open_store(pg_db), open_store(pg_db)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def write(n: int) -> None:
+        users = ["ada", "bob", "cyd"] if n == 0 else ["cyd", "bob", "ada"]
+        try:
+            start.wait()
+            for i in range(25):
+                batch = [
+                    MemoryRecord(id=f"w{n}-{i}-{u}", text=f"note {i} from writer {n}", user_id=u)
+                    for u in users
+                ]
+                stores[n].add(batch)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for s in stores:
+        s.close()
+    assert not errors, errors
+    check = open_store(pg_db)
+    try:
+        assert check.scope_size(Filters(user_id="ada")) == 50  # type: ignore[attr-defined]
+    finally:
+        check.close()

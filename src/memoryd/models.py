@@ -194,6 +194,8 @@ class ScoreParts(BaseModel):
     when: float | None = None  # boost for a turn stating a time, when the query asks when
     # boost for an instruction or preference, when the query asks how the user wants things
     directs: float | None = None
+    # what a long turn's keyword match loses for sharing words but little meaning (<= 0)
+    meaning: float | None = None
     rerank: float | None = None
 
 

@@ -152,6 +152,12 @@ class SearchSettings(BaseModel):
     short_turn_penalty: float = Field(default=0.3, ge=0.0, le=1.0)
     full_turn_words: int = Field(default=50, ge=2, le=10_000)
     question_turn_penalty: float = Field(default=0.05, ge=0.0, le=1.0)
+    # a turn longer than long_turn_words (a window of an assistant's explanation, code, tool
+    # output) keeps its keyword score in full only beside some meaning: scaled by
+    # min(1, vector / long_turn_meaning_floor), as keyword_meaning_floor does for every
+    # candidate; short turns, facts and notes keep theirs (0 turns it off)
+    long_turn_words: int = Field(default=60, ge=1, le=10_000)
+    long_turn_meaning_floor: float = Field(default=0.0, ge=0.0, le=1.0)
     # added to a turn that states a time ("yesterday", "last May") when the query asks when
     # (chosen on the tune halves of LoCoMo and REALTALK: bench/README.md, "when-questions")
     when_turn_boost: float = Field(default=0.1, ge=0.0, le=1.0)

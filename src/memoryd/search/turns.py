@@ -96,6 +96,7 @@ def active(settings: SearchSettings) -> bool:
         or settings.question_turn_penalty > 0
         or settings.when_turn_boost > 0
         or settings.directive_turn_boost > 0
+        or settings.long_turn_meaning_floor > 0
     )
 
 
@@ -116,6 +117,19 @@ def prior(words: int, asks: bool, settings: SearchSettings, directs: bool = Fals
     if settings.short_turn_penalty:
         short = 1.0 - min(1.0, math.log1p(words) / math.log1p(full))
     return -(settings.short_turn_penalty * short + (settings.question_turn_penalty if asks else 0))
+
+
+def meaning_cut(c: Candidate, words: int, settings: SearchSettings) -> float:
+    """What a long turn's fused score loses (<= 0) when its keyword match has little
+    meaning beside it: its keyword score counts min(1, vector / floor) of itself."""
+    floor = settings.long_turn_meaning_floor
+    if floor <= 0 or words <= settings.long_turn_words or settings.fusion == "rrf":
+        return 0.0
+    if settings.keyword_meaning_floor > 0:  # fusion scaled every keyword score already
+        return 0.0
+    wv, wk = settings.vector_weight, settings.keyword_weight
+    lost = c.keyword * (1.0 - min(1.0, c.vector / floor))
+    return -round(wk * lost / ((wv + wk) or 1.0), 6)
 
 
 def rerank(
@@ -153,6 +167,9 @@ def rerank(
                 update["when"] = settings.when_turn_boost
             if how_wanted and f.directs and settings.directive_turn_boost > 0:
                 update["directs"] = settings.directive_turn_boost
+            cut = meaning_cut(c, f.words, settings)
+            if cut < 0:
+                update["meaning"] = cut
             if update:
                 c = c.adjusted(c.fused, **update)
                 final = min(1.0, max(0.0, final + sum(update.values())))

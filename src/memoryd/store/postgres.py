@@ -604,6 +604,9 @@ class PostgresStore(SQLStore):
         }:
             self._ensure_index(conn, dim)
         statement = self._insert_sql(skip_existing=skip_existing) + " RETURNING id"
+        # each row locks its scope's kw_stats row to the end of the transaction: rows in
+        # scope order, so two batches over the same scopes never wait on each other
+        records = sorted(records, key=_scope_order)
         inserted: set[str] = set()
         try:
             with conn.cursor() as cur:
@@ -849,6 +852,10 @@ class PostgresStore(SQLStore):
             }
         missing = sorted(d for d in dims - self._indexed_dims() if d <= _MAX_HALFVEC_DIM)
         return [f"no HNSW index for {d}-dimensional vectors" for d in missing]
+
+
+def _scope_order(r: MemoryRecord) -> tuple[str, str, str, str]:
+    return (r.user_id or "", r.agent_id or "", r.run_id or "", str(r.state))
 
 
 def _factory(url: str, settings: StoreSettings) -> Store:
