@@ -1,0 +1,70 @@
+"""Turn re-ranking among a search's best candidates (``memoryd.search.turns.rerank``):
+rules that hold on casual chats and on a person's conversations with an agent."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.models import RankFacts
+from memoryd.search.hybrid import Candidate
+from memoryd.search.turns import rerank
+from memoryd.settings import SearchSettings
+
+
+def test_a_long_turn_keeps_its_keyword_match_only_beside_meaning() -> None:
+    """After fusion, among a search's best candidates: a turn longer than
+    ``long_turn_words`` (a window of an assistant's explanation) loses the part of its
+    keyword score its meaning does not back; a short turn and a fact keep theirs."""
+    s = SearchSettings(
+        vector_weight=0.6,
+        keyword_weight=0.4,
+        long_turn_words=60,
+        long_turn_meaning_floor=0.4,
+        neighbour_boost=0.0,
+        short_turn_penalty=0.0,
+        question_turn_penalty=0.0,
+    )
+    window = Candidate("window", vector=0.1, keyword=1.0, fused=0.6 * 0.1 + 0.4 * 1.0)
+    said = Candidate("said", vector=0.35, keyword=0.5, fused=0.6 * 0.35 + 0.4 * 0.5)
+    fact = Candidate("fact", vector=0.1, keyword=1.0, fused=0.6 * 0.1 + 0.4 * 1.0)
+    known = {
+        "window": RankFacts(when=0.0, turn=("chat", 1), words=180),
+        "said": RankFacts(when=0.0, turn=("chat", 9), words=7),
+        "fact": RankFacts(when=0.0),  # not a turn: never re-ranked
+    }
+    pool = [(c.fused, n, None, c) for n, c in enumerate([window, fact, said])]
+    out = {t[3].id: t for t in rerank(pool, known, s)}
+    # a quarter of the floor's meaning: three quarters of its keyword part go
+    assert out["window"][3].extra["meaning"] == pytest.approx(-0.4 * 0.75)
+    assert out["window"][0] == pytest.approx(window.fused - 0.3)
+    assert "meaning" not in out["said"][3].extra and out["said"][0] == pytest.approx(said.fused)
+    assert out["fact"][0] == pytest.approx(fact.fused)
+    assert [t[3].id for t in rerank(pool, known, s)] == ["fact", "said", "window"]
+    # a window with meaning enough keeps everything; with the floor off nothing changes
+    meant = Candidate("window", vector=0.5, keyword=1.0, fused=0.7)
+    assert rerank([(0.7, 0, None, meant)], known, s)[0][0] == pytest.approx(0.7)
+    off = s.model_copy(update={"long_turn_meaning_floor": 0.0})
+    assert [t[3].id for t in rerank(pool, known, off)] == ["window", "fact", "said"]
+
+
+def test_a_persons_short_turn_with_an_agent_is_not_chit_chat() -> None:
+    """Between friends a short turn ("Wow, great!") loses the short-turn penalty; in a
+    conversation where an agent speaks, what the person says briefly ("We now depend on
+    rich too") is a fact to keep and loses nothing. The agent's own short turns still do."""
+    s = SearchSettings(neighbour_boost=0.0, short_turn_penalty=0.3, full_turn_words=50)
+    said = Candidate("said", vector=0.5, keyword=0.5, fused=0.5)
+    reply = Candidate("reply", vector=0.5, keyword=0.5, fused=0.5)
+    chat = Candidate("chat", vector=0.5, keyword=0.5, fused=0.5)
+    known = {
+        "said": RankFacts(when=0.0, names=frozenset({"dana"}), turn=("work", 7), words=6),
+        "reply": RankFacts(when=0.0, names=frozenset({"assistant"}), turn=("work", 8), words=4),
+        "chat": RankFacts(when=0.0, names=frozenset({"mel"}), turn=("friends", 3), words=6),
+    }
+    pool = [(c.fused, n, None, c) for n, c in enumerate([said, reply, chat])]
+    out = {t[3].id: t for t in rerank(pool, known, s)}
+    assert out["said"][0] == pytest.approx(0.5) and "turn" not in out["said"][3].extra
+    assert out["reply"][3].extra["turn"] < 0  # the agent's "Done, see above."
+    assert out["chat"][3].extra["turn"] < 0  # friends' chit-chat, as before
+    # without an agent's turn among the candidates the conversation is not known to be one
+    alone = rerank([pool[0], pool[2]], known, s)
+    assert {t[3].id: t[0] for t in alone}["said"] < 0.5
