@@ -79,3 +79,24 @@ def test_another_thing_of_one_subject_keeps_its_order(memory: Memory, clock: Fak
     clock.now = datetime(2026, 3, 20, 9, tzinfo=UTC)
     owner = _texts(memory, "who owns the search service")
     assert "search" in owner[0], owner
+
+
+def test_words_compare_by_stem_and_as_one_word(memory: Memory, clock: FakeClock) -> None:
+    """The newer hit says the query's words though in another form: "paged" is "page",
+    "timeout" is "times out" (the rule once compared surface words and held these back)."""
+    _said(memory, clock, "Noted, the API gateway times out requests after 40 seconds.", days=0)
+    _said(memory, clock, "The API gateway timeout is 45 seconds.", days=10)
+    _said(memory, clock, "Noted, Omar is on call; I'll page Omar if an alert fires.", days=0)
+    _said(
+        memory, clock, "The disk alert fired at night and I paged Kenji, who is on call.", days=10
+    )
+    clock.now = datetime(2026, 3, 20, 9, tzinfo=UTC)
+    timeout = "how long before the API gateway times out"
+    page = "who should I page for an alert"
+    on = {q: _texts(memory, q) for q in (timeout, page)}
+    memory.settings.search = SearchSettings(newer_first_similarity=1.0)
+    off = {q: _texts(memory, q) for q in (timeout, page)}
+    assert "40 seconds" in off[timeout][0], off  # without the rule the older one leads
+    assert "Omar" in off[page][0], off
+    assert "45 seconds" in on[timeout][0], on
+    assert "Kenji" in on[page][0], on

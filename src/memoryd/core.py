@@ -31,7 +31,6 @@ from memoryd.errors import (
     ReadOnlyError,
 )
 from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
-from memoryd.extract.claims import content
 from memoryd.extract.classify import classify_fact
 from memoryd.filters import EVIDENCE_TURN
 from memoryd.llm import LLM, create_llm
@@ -52,7 +51,7 @@ from memoryd.models import (
 from memoryd.recall import RecallLog
 from memoryd.search import hybrid_candidates
 from memoryd.search import turns as turn_rank
-from memoryd.search.current import Evidence, newer_first
+from memoryd.search.current import Evidence, newer_first, query_terms
 from memoryd.search.decay import blend, facts_weight
 from memoryd.search.entities import entity_boost
 from memoryd.search.hybrid import Candidate
@@ -1092,7 +1091,7 @@ class Memory:
                 [Evidence(facts[h.id].when, facts[h.id].asks) for h in found],
                 lambda: self.embed_texts([h.record.index_text for h in found]),
                 names_in(query),
-                content(query),
+                query_terms(query),
                 similarity=s.newer_first_similarity,
                 margin=s.newer_first_margin,
                 gap_hours=s.newer_first_gap_hours,

@@ -23,7 +23,10 @@ above an older one when
   older one mentions is in the newer one too ("Team Atlas" is not "Team Orion"),
 * the newer one announces a change ("... is Kenji now", "took over", "switched") or says
   every word of the query that the older one says ("who owns the search service?" does
-  not put "Ravi owns the billing service" above "Ravi owns the search service"), and
+  not put "Ravi owns the billing service" above "Ravi owns the search service"); words
+  are compared as the keyword index stems them ("paged" says "page"), and two words side
+  by side say what they say written as one ("times out" says "timeout", "set up"
+  "setup"), and
 * the newer one states rather than asks.
 
 Which memories come back is never changed, and neither is which ten come first, whatever
@@ -40,11 +43,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
 from memoryd.extract.claims import Claim, claim, claims_unlike, content, names_as_old
 from memoryd.models import SearchHit
+from memoryd.search.text import STOPWORDS, words
+from memoryd.store.keywords import document_stems
+from memoryd.store.keywords import stems as stem_words
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,43 @@ class _Said:
     """A hit's words, sorted once per search (pairs compare them many times)."""
 
     claim: Claim
-    words: set[str]
+    words: frozenset[str]  # see :func:`said_forms`
+
+
+def _joined(stems: Sequence[str]) -> set[str]:
+    return {a + b for a, b in pairwise(stems)}
+
+
+def said_forms(text: str) -> frozenset[str]:
+    """Every form in which ``text`` says a word: its words' stems, its content words as
+    :func:`claims.content` normalises them ("postgres" is "postgresql"), and each two
+    neighbouring stems written as one ("times out" -> "timeout")."""
+    stems = document_stems(text)
+    return frozenset(stems) | _joined(stems) | content(text)
+
+
+def query_terms(query: str) -> list[frozenset[str]]:
+    """The query's content words, each as the set of forms that say it: its stem, its
+    normalised form, and its stem joined to a neighbour's ("times out" -> "timeout", so
+    a text that says "timeout" says "times")."""
+    tokens = words(query.casefold())
+    stems = stem_words(tokens)
+    terms: list[frozenset[str]] = []
+    for k, token in enumerate(tokens):
+        if token in STOPWORDS or (len(token) < 2 and not token.isdigit()):
+            continue
+        forms = {stems[k], *content(token)}
+        if k > 0:
+            forms.add(stems[k - 1] + stems[k])
+        if k + 1 < len(stems):
+            forms.add(stems[k] + stems[k + 1])
+        terms.append(frozenset(forms))
+    return terms
+
+
+def _says_more(older: frozenset[str], newer: frozenset[str], terms: list[frozenset[str]]) -> bool:
+    """Does the older hit say a query word (in any of its forms) the newer one does not?"""
+    return any(forms & older and not forms & newer for forms in terms)
 
 
 def newer_first(
@@ -72,7 +115,7 @@ def newer_first(
     evidence: Sequence[Evidence],
     vectors: Callable[[], np.ndarray],
     query_names: set[str],
-    query_words: set[str],
+    query_words: list[frozenset[str]],
     *,
     similarity: float,
     margin: float,
@@ -80,7 +123,7 @@ def newer_first(
     window: int = 10,
 ) -> list[SearchHit]:
     """``hits`` (best first) with newer evidence of the same thing moved above older,
-    within the first ``window`` hits."""
+    within the first ``window`` hits. ``query_words``: :func:`query_terms` of the query."""
     if len(hits) < 2:
         return list(hits)
     order = list(range(len(hits)))
@@ -92,7 +135,7 @@ def newer_first(
 
     def said(n: int) -> _Said:
         if n not in parsed:
-            parsed[n] = _Said(claim(hits[n].text), content(hits[n].text))
+            parsed[n] = _Said(claim(hits[n].text), said_forms(hits[n].text))
         return parsed[n]
 
     pos = 1
@@ -117,7 +160,7 @@ def newer_first(
                 new, old = said(j), said(i)
                 if claims_unlike(new.claim, old.claim) is not None:
                     continue
-                if not new.claim.changes and not (query_words & old.words) <= new.words:
+                if not new.claim.changes and _says_more(old.words, new.words, query_words):
                     continue
                 target = place
                 break

@@ -107,6 +107,16 @@ def term_counts(text: str) -> dict[str, int]:
     return dict(Counter(_analyzer().document(text)))
 
 
+def stems(words: Iterable[str]) -> list[str]:
+    """The stem of each of ``words`` (already case-folded), as the keyword index has it."""
+    return _analyzer().stems(words)
+
+
+def document_stems(text: str) -> list[str]:
+    """Every word of ``text`` as the keyword index stems it, in order (stopwords kept)."""
+    return _analyzer().document(text)
+
+
 def query_stems(query: str) -> list[str]:
     """The distinct stems a keyword query matches (see :meth:`Analyzer.query`)."""
     return _analyzer().query(query)
