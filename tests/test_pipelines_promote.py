@@ -466,6 +466,37 @@ def test_a_line_leaves_once_a_later_diary_day_or_turn_says_otherwise(
     assert block_of((root / "MEMORY.md").read_text()) == []
 
 
+def test_a_change_in_other_words_is_found_among_many_older_mentions(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    """The re-check compares the line only with what was stored after it was said: over
+    the whole history, the many older mentions of the old value filled every candidate
+    place and the change, said in other words, was never compared (the line stayed)."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from tests.pipelines_kit import write_section
+
+    root = workspace(loose, "alpha")
+    old = "Pipeline alerts go to the #pipeline-alerts Slack channel."
+    write_section(root, "2026-03-19", "09:00", [f"**user**: {old}", "**assistant**: Noted."])
+    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
+    recall(mem, "where do pipeline alerts go", "pipeline alert channel")
+    run_pipeline(mem, "promote")
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    now = clock.now
+    clock.now = datetime(2026, 3, 10, 9, tzinfo=UTC)  # the weeks before the line was said
+    for n in range(16):
+        clock.now += timedelta(hours=6)
+        mem.add(f"The {n + 2}:{n + 10} load alert went to #pipeline-alerts, the pipeline "
+                "alerts Slack channel.", user_id="default", agent_id="alpha")  # fmt: skip
+    clock.now = now + timedelta(days=2)
+    write_section(root, "2026-03-22", "10:00", ["**user**: We moved pipeline alerts to #dq-pager."])
+    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
+    run = run_pipeline(mem, "promote")
+    assert any("We moved pipeline alerts to #dq-pager" in n for n in run.notes), run.notes
+    assert block_of((root / "MEMORY.md").read_text()) == []
+
+
 def test_what_cannot_stand_as_a_fact() -> None:
     """Also for lines distilled from diary excerpts, which have no category to go by
     (bench/weeks promoted both of these from the diary)."""

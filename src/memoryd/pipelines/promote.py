@@ -359,13 +359,20 @@ def newer_value(ctx: PipelineContext, agent: str, text: str, since: datetime) ->
 
     A diary excerpt is evidence of what was said that day and is never superseded
     itself; a line distilled from it is stale once a newer fact says otherwise.
+
+    Only memories stored after ``since`` are candidates (nothing said later was stored
+    earlier): searched over the whole history, the line's own copies and every older
+    statement of the old value filled the candidates, and a change said in other words
+    ("We moved pipeline alerts to #dq-pager") never reached the comparison.
     """
     hits = ctx.memory.search(
         text,
         user_id=ctx.user_id,
         agent_id=agent,
         top_k=NEWER_CANDIDATES,
-        filters=Filters(origins=[Origin.API, Origin.FACT, Origin.TURN, Origin.CHUNK]),
+        filters=Filters(
+            origins=[Origin.API, Origin.FACT, Origin.TURN, Origin.CHUNK], created_after=since
+        ),
         time_decay=False,
         record_recall=False,  # the pipeline looking is not an agent recalling
     )
