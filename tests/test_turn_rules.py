@@ -45,26 +45,3 @@ def test_a_long_turn_keeps_its_keyword_match_only_beside_meaning() -> None:
     assert rerank([(0.7, 0, None, meant)], known, s)[0][0] == pytest.approx(0.7)
     off = s.model_copy(update={"long_turn_meaning_floor": 0.0})
     assert [t[3].id for t in rerank(pool, known, off)] == ["window", "fact", "said"]
-
-
-def test_a_persons_short_turn_with_an_agent_is_not_chit_chat() -> None:
-    """Between friends a short turn ("Wow, great!") loses the short-turn penalty; in a
-    conversation where an agent speaks, what the person says briefly ("We now depend on
-    rich too") is a fact to keep and loses nothing. The agent's own short turns still do."""
-    s = SearchSettings(neighbour_boost=0.0, short_turn_penalty=0.3, full_turn_words=50)
-    said = Candidate("said", vector=0.5, keyword=0.5, fused=0.5)
-    reply = Candidate("reply", vector=0.5, keyword=0.5, fused=0.5)
-    chat = Candidate("chat", vector=0.5, keyword=0.5, fused=0.5)
-    known = {
-        "said": RankFacts(when=0.0, names=frozenset({"dana"}), turn=("work", 7), words=6),
-        "reply": RankFacts(when=0.0, names=frozenset({"assistant"}), turn=("work", 8), words=4),
-        "chat": RankFacts(when=0.0, names=frozenset({"mel"}), turn=("friends", 3), words=6),
-    }
-    pool = [(c.fused, n, None, c) for n, c in enumerate([said, reply, chat])]
-    out = {t[3].id: t for t in rerank(pool, known, s)}
-    assert out["said"][0] == pytest.approx(0.5) and "turn" not in out["said"][3].extra
-    assert out["reply"][3].extra["turn"] < 0  # the agent's "Done, see above."
-    assert out["chat"][3].extra["turn"] < 0  # friends' chit-chat, as before
-    # without an agent's turn among the candidates the conversation is not known to be one
-    alone = rerank([pool[0], pool[2]], known, s)
-    assert {t[3].id: t[0] for t in alone}["said"] < 0.5

@@ -46,8 +46,6 @@ PREV_WEIGHT = 0.5
 MIX_MAX_WORDS = 60
 #: Speakers that are roles, not names: "assistant: ..." adds a word that says nothing.
 ROLE_SPEAKERS = frozenset({"user", "assistant", "human", "ai", "system", "agent", "model"})
-#: The roles an agent speaks as: a conversation where one speaks is a person's with an agent.
-AGENT_SPEAKERS = frozenset({"assistant", "ai", "agent", "model"})
 #: Tokens of the model window kept free for [CLS]/[SEP] and the speaker's name.
 WINDOW_MARGIN = 32
 #: Text blocks of a message's content that carry what was said.

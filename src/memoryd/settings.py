@@ -162,7 +162,7 @@ class SearchSettings(BaseModel):
     # min(1, vector / long_turn_meaning_floor), as keyword_meaning_floor does for every
     # candidate; short turns, facts and notes keep theirs (0 turns it off). R@10 by floor,
     # tune halves (held-out), in-process (bench/turns_inproc.py, issue 35): agent chats
-    # 0 0.907 (0.924), 0.2 0.922 (0.935), 0.25-0.4 0.928 (0.935); REALTALK 0 0.612
+    # 0 0.891 (0.909), 0.2 0.902 (0.920), 0.25 0.902 (0.931), 0.4 0.913 (0.931); REALTALK 0 0.612
     # (0.559), 0.2 0.611 (0.559), 0.25 0.611 (0.556), 0.4 0.601 (0.559); LoCoMo 0.812
     # (0.779) at 0, 0.2 and 0.4
     long_turn_words: int = Field(default=60, ge=1, le=10_000)

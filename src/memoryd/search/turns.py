@@ -23,11 +23,7 @@ record is read):
   turn, so facts, notes and API texts, which have no turn place, rank as before.
   An instruction or a preference ("Never push to main directly", "I prefer polars";
   :func:`memoryd.search.text.directs`) loses neither: on agent conversations those
-  short turns are what the agent must remember (bench/dataset_agentchat.py). Nor does
-  anything a person says in a conversation with an agent (one where a turn among the
-  candidates is spoken by ``assistant``, ``agent``...): there short turns are facts,
-  requests and instructions ("We now depend on rich too"), not chit-chat between
-  friends; an agent's own turns are judged as usual;
+  short turns are what the agent must remember (bench/dataset_agentchat.py);
 * **keywords without meaning** (``search.long_turn_meaning_floor``): a turn longer than
   ``search.long_turn_words`` (a window of an explanation, code, tool output) shares
   words with most questions ("project", "test", "team") at cosine ~0; its keyword score
@@ -49,7 +45,6 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from memoryd.conversation import AGENT_SPEAKERS
 from memoryd.models import RankFacts
 from memoryd.search.text import directs, states_time, word_count
 from memoryd.settings import SearchSettings
@@ -159,11 +154,6 @@ def rerank(
             best[place] = max(best.get(place, 0.0), final)
     if not best:
         return pool
-    with_agent = {
-        f.turn[0]
-        for _, _, _, c in pool
-        if (f := known[c.id]).turn is not None and not f.names.isdisjoint(AGENT_SPEAKERS)
-    }
     span = [d for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1) if d]
     out: list[Ranked] = []
     for final, order, weight, c in pool:
@@ -174,8 +164,7 @@ def rerank(
             near = max(best.get((thread, turn + d), 0.0) for d in span)
             if near > 0 and settings.neighbour_boost > 0:
                 update["neighbours"] = round(settings.neighbour_boost * near, 6)
-            to_agent = thread in with_agent and f.names.isdisjoint(AGENT_SPEAKERS)
-            said = prior(f.words, f.asks, settings, f.directs or to_agent)
+            said = prior(f.words, f.asks, settings, f.directs)
             if said < 0:
                 update["turn"] = round(said, 6)
             if when_question and f.dated and settings.when_turn_boost > 0:
