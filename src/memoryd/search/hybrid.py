@@ -48,6 +48,13 @@ class Candidate:
         )
 
 
+def meaning_share(vector: float, floor: float) -> float:
+    """The share of a keyword score that counts beside ``vector`` meaning: min(1, vector /
+    floor); all of it without a floor (``search.keyword_meaning_floor`` and
+    ``search.long_turn_meaning_floor``)."""
+    return min(1.0, vector / floor) if floor > 0 else 1.0
+
+
 def fuse(
     vector_hits: dict[str, float],
     keyword_hits: dict[str, float],
@@ -84,7 +91,7 @@ def fuse(
         floor = settings.keyword_meaning_floor if mode == "hybrid" else 0.0
         for i in ids:
             v, kw = vector_hits.get(i, 0.0), keyword_hits.get(i, 0.0)
-            counted = kw * min(1.0, v / floor) if floor > 0 else kw
+            counted = kw * meaning_share(v, floor)
             out.append(Candidate(i, v, kw, (wv * v + wk * counted) / total))
     out.sort(key=lambda c: -c.fused)
     return out

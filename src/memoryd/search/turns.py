@@ -46,6 +46,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from memoryd.models import RankFacts
+from memoryd.search.hybrid import meaning_share
 from memoryd.search.text import directs, states_time, word_count
 from memoryd.settings import SearchSettings
 
@@ -132,7 +133,7 @@ def meaning_cut(c: Candidate, words: int, settings: SearchSettings) -> float:
     if settings.keyword_meaning_floor > 0:  # fusion scaled every keyword score already
         return 0.0
     wv, wk = settings.vector_weight, settings.keyword_weight
-    lost = c.keyword * (1.0 - min(1.0, c.vector / floor))
+    lost = c.keyword * (1.0 - meaning_share(c.vector, floor))
     return -round(wk * lost / ((wv + wk) or 1.0), 6)
 
 
