@@ -8,6 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memoryd.core import Memory
+from memoryd.models import MemoryRecord, ScoreParts, SearchHit
+from memoryd.search.current import Evidence, newer_first, query_terms
+from memoryd.search.text import names_in
 from memoryd.settings import SearchSettings
 from tests.conftest import FakeClock
 
@@ -100,3 +103,40 @@ def test_words_compare_by_stem_and_as_one_word(memory: Memory, clock: FakeClock)
     assert "Omar" in off[page][0], off
     assert "45 seconds" in on[timeout][0], on
     assert "Kenji" in on[page][0], on
+
+
+def test_a_newer_request_does_not_pass_what_was_said(memory: Memory) -> None:
+    """ "Send me today's data quality report" asks for the report; it says nothing about how
+    the user wants it, and, newer, must not move above the preference that does (which a
+    newer statement would pass: the control)."""
+    said = "The data quality report comes as numbered checklists."
+    newer = {
+        "request": "Send me today's data quality report.",
+        "statement": "The data quality report goes out as short prose paragraphs.",
+    }
+    query = "how does the user want the data quality report"
+    order = {}
+    for kind, text in newer.items():
+        hits = [
+            SearchHit(
+                id=str(n),
+                text=t,
+                score=s,
+                parts=ScoreParts(),
+                record=MemoryRecord(id=str(n), text=t, user_id="u"),
+            )
+            for n, (t, s) in enumerate([(said, 0.80), (text, 0.78)])
+        ]
+        found = newer_first(
+            hits,
+            [Evidence(when=0.0), Evidence(when=6 * 86400.0)],
+            lambda hits=hits: memory.embed_texts([h.text for h in hits]),
+            names_in(query),
+            query_terms(query),
+            similarity=0.3,
+            margin=0.25,
+            gap_hours=1.0,
+        )
+        order[kind] = [h.text for h in found]
+    assert order["request"][0] == said, order
+    assert order["statement"][0] == newer["statement"], order

@@ -74,6 +74,8 @@ CHITCHAT = [
     "Can you check the logs for the ingest service?",
     "Could you take a look at PR #482",
     "Please summarise the thread.",
+    "Send me today's data quality report.",
+    "- **user**: Give me the error budget per service.",  # a diary's line
     "What time is the standup?",
     "Which port does staging use?",
     # punctuation and emoji only

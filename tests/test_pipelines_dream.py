@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -304,3 +304,43 @@ def test_what_the_dream_reads_in_a_diary_is_said_on_the_diary_day(
     clock.now = datetime.fromisoformat("2026-03-16T06:00:00+00:00")
     hits = mem.search("which is the current release branch", user_id=user, agent_id="alpha", top_k=3)  # fmt: skip
     assert "release/2026.04" in hits[0].text, [h.text for h in hits]
+
+
+def test_a_turn_whose_fact_was_superseded_yields_to_newer_evidence(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """The dream supersedes "alerts go to the #pipeline-alerts Slack channel" with "We moved
+    pipeline alerts to #data-alerts"; the diary line that said the old value stays as
+    evidence, and ranks below a newer line that names the current channel, although that
+    one says neither "Slack" nor "channel" as the query does (both faces)."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from memoryd.workspace.search import memory_search
+
+    root = workspace(settings, "alpha")
+    user = settings.workspace.user_id
+    said = [
+        ("2026-03-04", "Pipeline alerts go to the #pipeline-alerts Slack channel.", "Noted."),
+        ("2026-03-10", "We moved pipeline alerts to #data-alerts.", "Understood."),
+        (
+            "2026-03-12",
+            "Did anyone see the failed load alert?",
+            "It was posted to #data-alerts, the pipeline alerts channel, at 04:12.",
+        ),
+    ]
+    for day, user_said, reply in said:
+        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
+        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
+        assert run_pipeline(mem, "dream").status == "ok"
+    old = [r for r in mem.store.iter_all(Filters(states=[State.SUPERSEDED])) if "Slack" in r.text]
+    assert old and old[0].source is not None  # the dream retired the fact it took from the line
+    ws = resolve_workspace(settings, "alpha", mem.store)
+    index_workspace(mem, ws)
+    clock.now = datetime.fromisoformat("2026-03-16T06:00:00+00:00")
+
+    query = "Slack channel for alerts"
+    hits = [h.text for h in mem.search(query, user_id=user, agent_id="alpha", top_k=10)]
+    assert "#data-alerts" in hits[0], hits
+    assert any("#pipeline-alerts Slack" in t for t in hits), hits  # still found, below
+    files = [h.hit.text for h in memory_search(mem, ws, query)]
+    assert "#data-alerts" in files[0], files

@@ -241,6 +241,35 @@ def test_find_by_hash(store: Store) -> None:
     assert store.find_by_hash(r.hash, Filters(user_id="bob")) == []
 
 
+def test_cited_spans_are_the_lines_the_admitted_records_cite(store: Store) -> None:
+    day, other_day = "memory/2026-03-04.md", "memory/2026-03-05.md"
+
+    def fact(i: int, path: str, lines: tuple[int, int], **kw: object) -> MemoryRecord:
+        kw.setdefault("state", State.SUPERSEDED)
+        source = Source(path=path, start_line=lines[0], end_line=lines[1])
+        return rec(i, f"fact {i}", origin=Origin.FACT, source=source, **kw)
+
+    store.add(
+        [
+            fact(1, day, (24, 24), agent_id="ops"),
+            fact(2, day, (30, 31), agent_id="ops", state=State.ACTIVE),
+            fact(3, day, (7, 7), agent_id="dev"),
+            fact(4, day, (5, 6), agent_id="ops", user_id="bob"),
+            fact(5, other_day, (2, 2), agent_id="ops"),
+        ]
+    )
+    retired = Filters(user_id="alice", origins=[Origin.FACT], states=[State.SUPERSEDED])
+    assert store.cited_spans(retired, [day]) == {
+        ("alice", "ops", day): [(24, 24)],
+        ("alice", "dev", day): [(7, 7)],
+    }
+    assert store.cited_spans(retired, []) == {}
+    anyone = retired.model_copy(update={"user_id": None})
+    everyone = store.cited_spans(anyone, [day, other_day])
+    assert everyone[("bob", "ops", day)] == [(5, 6)]
+    assert everyone[("alice", "ops", other_day)] == [(2, 2)]
+
+
 def test_atomic_rolls_back_everything(store: Store) -> None:
     with pytest.raises(RuntimeError), store.atomic():
         store.add([rec(1, "inside a failed transaction")])

@@ -45,3 +45,27 @@ def test_a_long_turn_keeps_its_keyword_match_only_beside_meaning() -> None:
     assert rerank([(0.7, 0, None, meant)], known, s)[0][0] == pytest.approx(0.7)
     off = s.model_copy(update={"long_turn_meaning_floor": 0.0})
     assert [t[3].id for t in rerank(pool, known, off)] == ["window", "fact", "said"]
+
+
+def test_turns_lifted_past_the_top_keep_their_order() -> None:
+    """Two turns whose boosts take both past 1.0 are returned at 1.0 but ordered by what
+    they scored: the one with the larger lift is not left behind by candidate order."""
+    s = SearchSettings(
+        neighbour_boost=0.1,
+        short_turn_penalty=0.0,
+        question_turn_penalty=0.0,
+        directive_turn_boost=0.3,
+        long_turn_meaning_floor=0.0,
+    )
+    request = Candidate("request", vector=0.9, keyword=1.0, fused=0.95)
+    reply = Candidate("reply", vector=0.5, keyword=0.5, fused=0.5)
+    preference = Candidate("preference", vector=0.9, keyword=0.9, fused=0.93)
+    known = {
+        "request": RankFacts(when=0.0, turn=("chat", 1), words=6),  # its reply lifts it 0.05
+        "reply": RankFacts(when=0.0, turn=("chat", 2), words=30),
+        "preference": RankFacts(when=0.0, turn=("chat", 9), words=9, directs=True),  # 0.3
+    }
+    pool = [(1.0, 0, None, request), (1.0, 1, None, preference), (0.5, 2, None, reply)]
+    out = rerank(pool, known, s, how_wanted=True)
+    assert [t[3].id for t in out] == ["preference", "request", "reply"]
+    assert out[0][0] == 1.0 and out[1][0] == 1.0  # scores stay within [0, 1]

@@ -42,6 +42,7 @@ from memoryd.models import (
     MemoryEvent,
     MemoryRecord,
     Origin,
+    RankFacts,
     SearchHit,
     Source,
     State,
@@ -1086,9 +1087,10 @@ class Memory:
                 if len(found) == wanted:
                     break
         if reorder and len(found) > 1:
+            retired = self._retired_turns(found[: s.newer_first_window], facts)
             found = newer_first(
                 found,
-                [Evidence(facts[h.id].when, facts[h.id].asks) for h in found],
+                [Evidence(facts[h.id].when, facts[h.id].asks, h.id in retired) for h in found],
                 lambda: self.embed_texts([h.record.index_text for h in found]),
                 names_in(query),
                 query_terms(query),
@@ -1098,6 +1100,40 @@ class Memory:
                 window=s.newer_first_window,
             )
         return found[:top_k]
+
+    def _retired_turns(
+        self, hits: builtins.list[SearchHit], facts: dict[str, RankFacts]
+    ) -> set[str]:
+        """The hits that are turns of a file (a diary's lines) from which a fact was
+        extracted that has since been superseded: what they said is out of date."""
+        turns = [
+            h
+            for h in hits
+            if h.record.origin == Origin.CHUNK
+            and facts[h.id].turn is not None
+            and h.record.source is not None
+            and h.record.source.start_line is not None
+        ]
+        if not turns:
+            return set()
+        users = {h.record.user_id for h in turns}
+        spans = self.store.cited_spans(
+            Filters(
+                user_id=users.pop() if len(users) == 1 else None,
+                origins=[Origin.FACT],
+                states=[State.SUPERSEDED],
+            ),
+            [h.record.source.path for h in turns if h.record.source is not None],
+        )
+        out: set[str] = set()
+        for h in turns:
+            src = h.record.source
+            assert src is not None and src.start_line is not None
+            first, last = src.start_line, src.end_line or src.start_line
+            cited = spans.get((h.record.user_id, h.record.agent_id, src.path), [])
+            if any(first <= a and b <= last for a, b in cited):
+                out.add(h.id)
+        return out
 
     def search_combined(
         self,

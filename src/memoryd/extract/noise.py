@@ -130,7 +130,8 @@ _REQUEST = re.compile(
     r"^(?:(?:can|could|would|will|can't|won't) (?:you|u|we)|would you mind|do you mind"
     r"|please (?:can|could) you|please (?:check|look(?: at| into)?|have a look|take a look"
     r"|review|summari[sz]e|explain|tell me|show me|help(?: me)?|find|search|send|share|run|ping)"
-    r"|is there any way|any (?:idea|update|news)s?|do you know|did you|have you)\b"
+    r"|is there any way|any (?:idea|update|news)s?|do you know|did you|have you"
+    r"|(?:please )?(?:send|give|show|tell|get|fetch|find|pull|draft|write|make|bring) me)\b"
 )
 #: What makes a request or question durable: it states a standing rule or a preference.
 _DURABLE = re.compile(
@@ -151,7 +152,9 @@ _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 _SPEAKER = re.compile(
-    r"^\s*(?:\*\*)?(?:user|assistant|human|ai|system|agent|bot)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*",
+    # "user: ", "**assistant**: ", and as a diary's list item "- **user**: "
+    r"^\s*(?:[-*+]\s+)?(?:\*\*)?(?:user|assistant|human|ai|system|agent|bot)(?:\*\*)?"
+    r"\s*[:：]\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )
 _CLAUSE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\s*[,;:]\s+|\s+[-–—]+\s+|\s*[.!?…]+\s*$|\n+")

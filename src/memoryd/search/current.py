@@ -27,7 +27,15 @@ above an older one when
   are compared as the keyword index stems them ("paged" says "page"), and two words side
   by side say what they say written as one ("times out" says "timeout", "set up"
   "setup"), and
-* the newer one states rather than asks.
+* the newer one states rather than asks or chats (a question, a request such as "Send
+  me today's report", an acknowledgement: :func:`~memoryd.extract.noise.is_chitchat`).
+
+An older hit that is a conversation turn or diary line whose fact the fact store has
+since superseded (``Evidence.retired``: a superseded fact cites its lines) is known to
+be out of date: a newer hit close in meaning passes it whatever the scores, the names
+and the words ("It was posted to #data-alerts, the alerts channel" passes "Pipeline alerts go to the
+#pipeline-alerts Slack channel" once "We moved pipeline alerts to #data-alerts" retired
+that fact); the newer one must still state, and not be another fact by its words.
 
 Which memories come back is never changed, and neither is which ten come first, whatever
 ``top_k``: only their order. Reordering deeper (a newer hit pulled from place 20 into the
@@ -48,6 +56,7 @@ from itertools import pairwise
 import numpy as np
 
 from memoryd.extract.claims import Claim, claim, claims_unlike, content, names_as_old
+from memoryd.extract.noise import is_chitchat
 from memoryd.models import SearchHit
 from memoryd.search.text import STOPWORDS, words
 from memoryd.store.keywords import document_stems
@@ -60,6 +69,8 @@ class Evidence:
 
     when: float  # epoch seconds of when it was said (event_at, else created_at)
     asks: bool = False  # a question
+    # a turn that said a fact since superseded (the fact store retired what it says)
+    retired: bool = False
 
 
 def _mentions(text: str, name: str) -> bool:
@@ -142,25 +153,31 @@ def newer_first(
     while pos < reach:
         j = order[pos]
         target = None
-        if not evidence[j].asks:
+        if not evidence[j].asks and not is_chitchat(hits[j].text):
             for place in range(pos):
                 i = order[place]
                 if evidence[j].when < evidence[i].when + gap:
                     continue
                 older, newer = hits[i].text, hits[j].text
-                if moved_score[i] - moved_score[j] > margin and not names_as_old(newer, older):
+                retired = evidence[i].retired
+                too_far = moved_score[i] - moved_score[j] > margin
+                if too_far and not retired and not names_as_old(newer, older):
                     continue
                 if sims is None:
                     v = vectors()
                     sims = v @ v.T
                 if float(sims[i, j]) < similarity:
                     continue
-                if any(_mentions(older, q) and not _mentions(newer, q) for q in query_names):
+                if not retired and any(
+                    _mentions(older, q) and not _mentions(newer, q) for q in query_names
+                ):
                     continue
                 new, old = said(j), said(i)
                 if claims_unlike(new.claim, old.claim) is not None:
                     continue
-                if not new.claim.changes and _says_more(old.words, new.words, query_words):
+                if not (new.claim.changes or retired) and _says_more(
+                    old.words, new.words, query_words
+                ):
                     continue
                 target = place
                 break

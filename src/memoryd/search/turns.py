@@ -156,8 +156,9 @@ def rerank(
     if not best:
         return pool
     span = [d for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1) if d]
-    out: list[Ranked] = []
+    out: list[tuple[float, Ranked]] = []  # (the unclipped score, what is returned)
     for final, order, weight, c in pool:
+        raw = final
         f = known[c.id]
         if f.turn is not None:
             update: dict[str, float] = {}
@@ -177,7 +178,9 @@ def rerank(
                 update["meaning"] = cut
             if update:
                 c = c.adjusted(c.fused, **update)
-                final = min(1.0, max(0.0, final + sum(update.values())))
-        out.append((final, order, weight, c))
-    out.sort(key=lambda t: (-t[0], t[1]))
-    return out
+                raw = final + sum(update.values())
+                final = min(1.0, max(0.0, raw))
+        out.append((raw, (final, order, weight, c)))
+    # ordered by the unclipped score: two turns lifted past 1.0 keep their difference
+    out.sort(key=lambda t: (-t[0], t[1][1]))
+    return [r for _, r in out]

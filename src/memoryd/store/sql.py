@@ -641,6 +641,25 @@ class SQLStore:
             ).fetchall()
         return [self._record(r) for r in rows]
 
+    def cited_spans(
+        self, filters: Filters, paths: Sequence[str]
+    ) -> dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]]:
+        d = self.dialect
+        out: dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]] = {}
+        where, params = d.where(filters)
+        for part in d.chunks(sorted(set(paths))):
+            clause, values = d.is_in("source_path", part)
+            cond = f"{where} AND {clause}" if where else f"WHERE {clause}"
+            with self._read() as conn:
+                rows = conn.execute(
+                    f"SELECT user_id, agent_id, source_path, source_start, source_end"
+                    f" FROM {self.t_memories} {cond} AND source_start IS NOT NULL",
+                    (*params, *values),
+                ).fetchall()
+            for user, agent, path, start, end in rows:
+                out.setdefault((user, agent, path), []).append((int(start), int(end or start)))
+        return out
+
     # -- embedding cache --------------------------------------------------------------------------
     def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         if not hashes:
