@@ -310,9 +310,10 @@ def test_a_turn_whose_fact_was_superseded_yields_to_newer_evidence(
     mem: Memory, settings: Settings, clock: FixedClock
 ) -> None:
     """The dream supersedes "alerts go to the #pipeline-alerts Slack channel" with "We moved
-    pipeline alerts to #data-alerts"; the diary line that said the old value stays as
-    evidence, and ranks below a newer line that names the current channel, although that
-    one says neither "Slack" nor "channel" as the query does (both faces)."""
+    pipeline alerts to #data-alerts"; the diary lines that said the old value (the one the
+    fact cites, and the same words on another day) stay as evidence, and rank below a
+    newer line that names the current channel, although that one says neither "Slack" nor
+    "channel" as the query does (both faces)."""
     from memoryd.workspace import resolve_workspace
     from memoryd.workspace.indexer import index_workspace
     from memoryd.workspace.search import memory_search
@@ -321,6 +322,8 @@ def test_a_turn_whose_fact_was_superseded_yields_to_newer_evidence(
     user = settings.workspace.user_id
     said = [
         ("2026-03-04", "Pipeline alerts go to the #pipeline-alerts Slack channel.", "Noted."),
+        # said again: the dream finds it known, so no fact cites this day's line
+        ("2026-03-06", "Pipeline alerts go to the #pipeline-alerts Slack channel.", "Yes."),
         ("2026-03-10", "We moved pipeline alerts to #data-alerts.", "Understood."),
         (
             "2026-03-12",
@@ -344,3 +347,48 @@ def test_a_turn_whose_fact_was_superseded_yields_to_newer_evidence(
     assert any("#pipeline-alerts Slack" in t for t in hits), hits  # still found, below
     files = [h.hit.text for h in memory_search(mem, ws, query)]
     assert "#data-alerts" in files[0], files
+
+
+def test_a_fact_and_its_reply_in_other_words_are_superseded_together(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """ "Backfills may reprocess at most 31 days of data." and the reply "Noted, the backfill
+    window is 31 days." are one fact in two wordings. The change ("the backfill window is
+    11 days") matches the reply's words only; both leave what is current. A value of
+    another environment said in the same exchange stays."""
+    root = workspace(settings, "alpha")
+    exchanges = [
+        (
+            "2026-03-03",
+            "Backfills may reprocess at most 31 days of data.",
+            "Noted, the backfill window is 31 days.",
+        ),
+        (
+            "2026-03-04",
+            "The staging database is on port 5432.",
+            "Noted, and the production database uses port 5432 too.",
+        ),
+        (
+            "2026-03-06",
+            "We set the backfill limit to 11 days.",
+            "Got it, the backfill window is 11 days.",
+        ),
+        (
+            "2026-03-07",
+            "The staging database moved to port 6432.",
+            "Got it, staging is on 6432 now.",
+        ),
+    ]
+    for day, user_said, reply in exchanges:
+        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
+        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
+        assert run_pipeline(mem, "dream").status == "ok"
+
+    def current(word: str) -> list[str]:
+        facts = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)
+        return [r.text for r in facts if word in r.text]
+
+    assert current("31 days") == [], current("days")
+    assert current("11 days"), current("days")
+    assert current("production") == ["Noted, and the production database uses port 5432 too."]
+    assert not any("staging" in t for t in current("5432")), current("5432")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memoryd.errors import InvalidInputError, NotFoundError
-from memoryd.models import Event, Filters, MemoryRecord, Origin, Source, State
+from memoryd.models import Event, Filters, MemoryRecord, Origin, Source, State, content_hash
 from memoryd.search.decay import facts_of
 from memoryd.store import Store
 
@@ -268,6 +268,22 @@ def test_cited_spans_are_the_lines_the_admitted_records_cite(store: Store) -> No
     everyone = store.cited_spans(anyone, [day, other_day])
     assert everyone[("bob", "ops", day)] == [(5, 6)]
     assert everyone[("alice", "ops", other_day)] == [(2, 2)]
+
+
+def test_hashes_among_are_those_of_the_admitted_records(store: Store) -> None:
+    store.add(
+        [
+            rec(1, "said once", agent_id="ops", origin=Origin.FACT, state=State.SUPERSEDED),
+            rec(2, "said twice", agent_id="ops", origin=Origin.FACT),
+            rec(3, "said once", agent_id="dev", user_id="bob", state=State.SUPERSEDED),
+        ]
+    )
+    wanted = [content_hash("said once"), content_hash("said twice"), content_hash("never")]
+    retired = Filters(user_id="alice", states=[State.SUPERSEDED])
+    assert store.hashes_among(retired, wanted) == {("alice", "ops", content_hash("said once"))}
+    anyone = Filters(states=[State.SUPERSEDED, State.ACTIVE])
+    assert len(store.hashes_among(anyone, wanted)) == 3
+    assert store.hashes_among(anyone, []) == set()
 
 
 def test_atomic_rolls_back_everything(store: Store) -> None:

@@ -31,7 +31,9 @@ from memoryd.errors import (
     ReadOnlyError,
 )
 from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
+from memoryd.extract.claims import claim, claims_unlike
 from memoryd.extract.classify import classify_fact
+from memoryd.extract.noise import without_speaker
 from memoryd.filters import EVIDENCE_TURN
 from memoryd.llm import LLM, create_llm
 from memoryd.models import (
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], datetime]
 #: kv prefix of idempotency keys recorded by ``Memory.add`` (value: actor and events)
 IDEMPOTENCY_PREFIX = "add:idem:"
+SIBLINGS_SCANNED = 200  # facts of one diary day read to find an exchange's other wording
 
 
 class Memory:
@@ -697,6 +700,7 @@ class Memory:
         stale = [old] + [
             r for r in self.store.get_many([k.id for k in d.also]) if r.state == State.ACTIVE
         ]
+        stale += self._said_alongside(old, d.text, {r.id for r in stale})
         for r in stale:  # the old value, and any copy of an older one the fact also replaces
             closed = r.model_copy(
                 update={
@@ -713,6 +717,42 @@ class Memory:
                 closed, event=Event.SUPERSEDE, actor=actor, reason=_reason("supersede", d)
             )
         return record
+
+    def _said_alongside(
+        self, old: MemoryRecord, new_text: str, known: set[str]
+    ) -> builtins.list[MemoryRecord]:
+        """The facts said in the same exchange as ``old`` (the adjacent line of its diary:
+        "Backfills may reprocess at most 31 days of data." beside the reply "Noted, the
+        backfill window is 31 days.") that state its old value: one fact in two wordings,
+        superseded together. The words must not tell a sibling apart from ``new_text``
+        (another environment, attribute or kind of value: "prod also uses 5432" stays)."""
+        src = old.source
+        if old.origin != Origin.FACT or src is None or src.start_line is None:
+            return []
+        first, last = src.start_line, src.end_line or src.start_line
+        old_claim, new_claim = claim(old.text), claim(new_text)
+        replaced = old_claim.values - new_claim.values
+        if not replaced:
+            return []
+        scope = Filters(
+            user_id=old.user_id,
+            agent_id=old.agent_id,
+            run_id=old.run_id,
+            long_term_only=old.run_id is None,
+            source_path=src.path,
+            origins=[Origin.FACT],
+        )
+        out: builtins.list[MemoryRecord] = []
+        for r in self.store.list(scope, limit=SIBLINGS_SCANNED):
+            at = r.source
+            if r.id in known or at is None or at.start_line is None:
+                continue
+            if not (first - 1 <= at.start_line and (at.end_line or at.start_line) <= last + 1):
+                continue
+            said = claim(r.text)
+            if said.values & replaced and claims_unlike(said, new_claim) is None:
+                out.append(r)
+        return out
 
     def _provenance(
         self, facts: np.ndarray, body: str, source: Source | None, evidence: builtins.list[str]
@@ -1104,34 +1144,40 @@ class Memory:
     def _retired_turns(
         self, hits: builtins.list[SearchHit], facts: dict[str, RankFacts]
     ) -> set[str]:
-        """The hits that are turns of a file (a diary's lines) from which a fact was
-        extracted that has since been superseded: what they said is out of date."""
-        turns = [
-            h
-            for h in hits
-            if h.record.origin == Origin.CHUNK
-            and facts[h.id].turn is not None
-            and h.record.source is not None
-            and h.record.source.start_line is not None
-        ]
+        """The hits that are turns (a diary's lines, a conversation's messages) saying what a
+        fact that has since been superseded says: the fact was extracted from the turn's
+        lines, or says word for word what the turn says (the same thing said again on
+        another day). What they said is out of date."""
+        turns = [h for h in hits if facts[h.id].turn is not None]
         if not turns:
             return set()
         users = {h.record.user_id for h in turns}
-        spans = self.store.cited_spans(
-            Filters(
-                user_id=users.pop() if len(users) == 1 else None,
-                origins=[Origin.FACT],
-                states=[State.SUPERSEDED],
-            ),
-            [h.record.source.path for h in turns if h.record.source is not None],
+        retired = Filters(
+            user_id=users.pop() if len(users) == 1 else None,
+            origins=[Origin.FACT],
+            states=[State.SUPERSEDED],
+        )
+        said = {h.id: content_hash(without_speaker(h.text)) for h in turns}
+        same = self.store.hashes_among(retired, list(said.values()))
+        cited = [h for h in turns if h.record.source and h.record.source.start_line is not None]
+        spans = (
+            self.store.cited_spans(
+                retired, [h.record.source.path for h in cited if h.record.source]
+            )
+            if cited
+            else {}
         )
         out: set[str] = set()
         for h in turns:
+            who = (h.record.user_id, h.record.agent_id)
+            if (*who, said[h.id]) in same:
+                out.add(h.id)
+                continue
             src = h.record.source
-            assert src is not None and src.start_line is not None
+            if src is None or src.start_line is None:
+                continue
             first, last = src.start_line, src.end_line or src.start_line
-            cited = spans.get((h.record.user_id, h.record.agent_id, src.path), [])
-            if any(first <= a and b <= last for a, b in cited):
+            if any(first <= a and b <= last for a, b in spans.get((*who, src.path), [])):
                 out.add(h.id)
         return out
 

@@ -161,6 +161,11 @@ _CLAUSE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\s*[,;:]\s+|\s+[-–—]+\s+|\s*[.!?
 _NOT_WORD = re.compile(r"[^\w\s']+", re.UNICODE)
 
 
+def without_speaker(text: str) -> str:
+    """``text`` without the speaker in front ("- **user**: We moved ..." -> "We moved ...")."""
+    return _SPEAKER.sub("", text.strip(), count=1).strip()
+
+
 def is_chitchat(text: str) -> bool:
     """True when ``text`` says nothing worth remembering as a fact.
 

@@ -96,6 +96,13 @@ class Store(Protocol):
     def counts_by(self, column: str, filters: Filters) -> dict[str, int]: ...
     def history(self, memory_id: str) -> builtins.list[HistoryEntry]: ...
     def find_by_hash(self, text_hash: str, filters: Filters) -> builtins.list[MemoryRecord]: ...
+    def hashes_among(
+        self, filters: Filters, hashes: Sequence[str]
+    ) -> set[tuple[str | None, str | None, str]]:
+        """(user, agent, hash) of the records ``filters`` admit whose text hash is one of
+        ``hashes``: e.g. which turns say word for word what a superseded fact says."""
+        ...
+
     def cited_spans(
         self, filters: Filters, paths: Sequence[str]
     ) -> dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]]:

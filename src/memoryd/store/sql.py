@@ -641,6 +641,23 @@ class SQLStore:
             ).fetchall()
         return [self._record(r) for r in rows]
 
+    def hashes_among(
+        self, filters: Filters, hashes: Sequence[str]
+    ) -> set[tuple[str | None, str | None, str]]:
+        d = self.dialect
+        out: set[tuple[str | None, str | None, str]] = set()
+        where, params = d.where(filters)
+        for part in d.chunks(sorted(set(hashes))):
+            clause, values = d.is_in("hash", part)
+            cond = f"{where} AND {clause}" if where else f"WHERE {clause}"
+            with self._read() as conn:
+                rows = conn.execute(
+                    f"SELECT user_id, agent_id, hash FROM {self.t_memories} {cond}",
+                    (*params, *values),
+                ).fetchall()
+            out.update((user, agent, str(h)) for user, agent, h in rows)
+        return out
+
     def cited_spans(
         self, filters: Filters, paths: Sequence[str]
     ) -> dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]]:
