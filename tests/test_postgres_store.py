@@ -368,6 +368,7 @@ def test_named_migrations_apply_once_and_catch_up_old_databases(pg_db: str) -> N
         conn.execute("ALTER TABLE memoryd.memories DROP COLUMN kw")
         conn.execute("ALTER TABLE memoryd.memories ADD COLUMN tsv tsvector NOT NULL DEFAULT ''")
         conn.execute("CREATE INDEX memories_tsv ON memoryd.memories USING gin (tsv)")
+        conn.execute("DROP INDEX memoryd.memories_source_state")
         conn.execute("DELETE FROM memoryd.migrations WHERE name <> '001_initial'")
     store = open_store(pg_db)
     after = [store.keyword_search(q, f, 10) for q, f in queries]
@@ -387,6 +388,7 @@ def test_named_migrations_apply_once_and_catch_up_old_databases(pg_db: str) -> N
         "002_gin_fastupdate_off",
         "003_keyword_postings",
         "004_vectors_in_row",
+        "005_source_state",
     ]
     assert "kw" in columns and "tsv" not in columns
     assert before[0] and before[1] and "u2" not in dict(before[1])

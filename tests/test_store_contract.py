@@ -241,7 +241,7 @@ def test_find_by_hash(store: Store) -> None:
     assert store.find_by_hash(r.hash, Filters(user_id="bob")) == []
 
 
-def test_cited_spans_are_the_lines_the_admitted_records_cite(store: Store) -> None:
+def test_locate_finds_the_admitted_records_by_text_or_cited_file(store: Store) -> None:
     day, other_day = "memory/2026-03-04.md", "memory/2026-03-05.md"
 
     def fact(i: int, path: str, lines: tuple[int, int], **kw: object) -> MemoryRecord:
@@ -256,34 +256,23 @@ def test_cited_spans_are_the_lines_the_admitted_records_cite(store: Store) -> No
             fact(3, day, (7, 7), agent_id="dev"),
             fact(4, day, (5, 6), agent_id="ops", user_id="bob"),
             fact(5, other_day, (2, 2), agent_id="ops"),
+            rec(6, "said once", agent_id="ops", origin=Origin.FACT, state=State.SUPERSEDED),
+            rec(7, "said once", agent_id="ops", origin=Origin.TURN, state=State.SUPERSEDED),
         ]
     )
     retired = Filters(user_id="alice", origins=[Origin.FACT], states=[State.SUPERSEDED])
-    assert store.cited_spans(retired, [day]) == {
-        ("alice", "ops", day): [(24, 24)],
-        ("alice", "dev", day): [(7, 7)],
-    }
-    assert store.cited_spans(retired, []) == {}
-    anyone = retired.model_copy(update={"user_id": None})
-    everyone = store.cited_spans(anyone, [day, other_day])
-    assert everyone[("bob", "ops", day)] == [(5, 6)]
-    assert everyone[("alice", "ops", other_day)] == [(2, 2)]
-
-
-def test_hashes_among_are_those_of_the_admitted_records(store: Store) -> None:
-    store.add(
-        [
-            rec(1, "said once", agent_id="ops", origin=Origin.FACT, state=State.SUPERSEDED),
-            rec(2, "said twice", agent_id="ops", origin=Origin.FACT),
-            rec(3, "said once", agent_id="dev", user_id="bob", state=State.SUPERSEDED),
-        ]
+    by_file = store.locate(retired, [], [day])
+    assert sorted((x.id, x.agent_id, x.path, x.start_line, x.end_line) for x in by_file) == [
+        ("m1", "ops", day, 24, 24),
+        ("m3", "dev", day, 7, 7),
+    ]
+    by_text = store.locate(retired, [content_hash("said once"), content_hash("never")], [])
+    assert [(x.id, x.hash) for x in by_text] == [("m6", content_hash("said once"))]
+    assert store.locate(retired, [], []) == []
+    both = store.locate(
+        retired.model_copy(update={"user_id": None}), [content_hash("fact 5")], [day]
     )
-    wanted = [content_hash("said once"), content_hash("said twice"), content_hash("never")]
-    retired = Filters(user_id="alice", states=[State.SUPERSEDED])
-    assert store.hashes_among(retired, wanted) == {("alice", "ops", content_hash("said once"))}
-    anyone = Filters(states=[State.SUPERSEDED, State.ACTIVE])
-    assert len(store.hashes_among(anyone, wanted)) == 3
-    assert store.hashes_among(anyone, []) == set()
+    assert sorted(x.id for x in both) == ["m1", "m3", "m4", "m5"]
 
 
 def test_atomic_rolls_back_everything(store: Store) -> None:

@@ -1158,15 +1158,14 @@ class Memory:
             states=[State.SUPERSEDED],
         )
         said = {h.id: content_hash(without_speaker(h.text)) for h in turns}
-        same = self.store.hashes_among(retired, list(said.values()))
-        cited = [h for h in turns if h.record.source and h.record.source.start_line is not None]
-        spans = (
-            self.store.cited_spans(
-                retired, [h.record.source.path for h in cited if h.record.source]
-            )
-            if cited
-            else {}
-        )
+        paths = {h.record.source.path for h in turns if h.record.source is not None}
+        same: set[tuple[str | None, str | None, str]] = set()
+        spans: dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]] = {}
+        for at in self.store.locate(retired, list(said.values()), sorted(paths)):
+            same.add((at.user_id, at.agent_id, at.hash))
+            if at.path is not None and at.start_line is not None:
+                span = (at.start_line, at.end_line or at.start_line)
+                spans.setdefault((at.user_id, at.agent_id, at.path), []).append(span)
         out: set[str] = set()
         for h in turns:
             who = (h.record.user_id, h.record.agent_id)

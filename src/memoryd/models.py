@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -156,6 +156,18 @@ class RankFacts:
     asks: bool = False
     dated: bool = False
     directs: bool = False
+
+
+class Located(NamedTuple):
+    """Where a record was said (:meth:`Store.locate`)."""
+
+    id: str
+    user_id: str | None
+    agent_id: str | None
+    hash: str
+    path: str | None
+    start_line: int | None
+    end_line: int | None
 
 
 class Filters(BaseModel):

@@ -22,6 +22,7 @@ from memoryd.models import (
     Event,
     Filters,
     HistoryEntry,
+    Located,
     MemoryRecord,
     RankFacts,
     State,
@@ -96,18 +97,12 @@ class Store(Protocol):
     def counts_by(self, column: str, filters: Filters) -> dict[str, int]: ...
     def history(self, memory_id: str) -> builtins.list[HistoryEntry]: ...
     def find_by_hash(self, text_hash: str, filters: Filters) -> builtins.list[MemoryRecord]: ...
-    def hashes_among(
-        self, filters: Filters, hashes: Sequence[str]
-    ) -> set[tuple[str | None, str | None, str]]:
-        """(user, agent, hash) of the records ``filters`` admit whose text hash is one of
-        ``hashes``: e.g. which turns say word for word what a superseded fact says."""
-        ...
-
-    def cited_spans(
-        self, filters: Filters, paths: Sequence[str]
-    ) -> dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]]:
-        """The line ranges of ``paths`` that the records ``filters`` admit cite, by
-        (user, agent, path): e.g. which diary lines superseded facts were extracted from."""
+    def locate(
+        self, filters: Filters, hashes: Sequence[str], paths: Sequence[str]
+    ) -> builtins.list[Located]:
+        """Where the records ``filters`` admit that say one of ``hashes`` (their text's
+        :func:`~memoryd.models.content_hash`) or cite one of ``paths`` were said: e.g. the
+        superseded facts that a search's turns say again or were extracted from."""
         ...
 
     # -- retrieval --------------------------------------------------------------------

@@ -390,6 +390,12 @@ class PostgresStore(SQLStore):
                 "004_vectors_in_row",
                 [f"ALTER TABLE {m} ALTER COLUMN embedding SET STORAGE MAIN"],
             ),
+            (
+                # a file's memories of one state (Store.locate: the superseded facts a
+                # search's diary lines were extracted from)
+                "005_source_state",
+                [f"CREATE INDEX memories_source_state ON {m} ({sql.SOURCE_STATE})"],
+            ),
         ]
 
     def _keyword_schema(self) -> builtins.list[str]:

@@ -29,6 +29,7 @@ from memoryd.models import (
     Event,
     Filters,
     HistoryEntry,
+    Located,
     MemoryRecord,
     Origin,
     Source,
@@ -64,6 +65,10 @@ class Connection(Protocol):
 
     def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
     def cursor(self) -> Any: ...
+
+
+#: the columns of the index ``Store.locate`` reads a file's memories of one state by
+SOURCE_STATE = "source_path, state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -641,41 +646,48 @@ class SQLStore:
             ).fetchall()
         return [self._record(r) for r in rows]
 
-    def hashes_among(
-        self, filters: Filters, hashes: Sequence[str]
-    ) -> set[tuple[str | None, str | None, str]]:
+    def locate(
+        self, filters: Filters, hashes: Sequence[str], paths: Sequence[str]
+    ) -> builtins.list[Located]:
         d = self.dialect
-        out: set[tuple[str | None, str | None, str]] = set()
         where, params = d.where(filters)
-        for part in d.chunks(sorted(set(hashes))):
-            clause, values = d.is_in("hash", part)
-            cond = f"{where} AND {clause}" if where else f"WHERE {clause}"
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT user_id, agent_id, hash FROM {self.t_memories} {cond}",
-                    (*params, *values),
-                ).fetchall()
-            out.update((user, agent, str(h)) for user, agent, h in rows)
-        return out
-
-    def cited_spans(
-        self, filters: Filters, paths: Sequence[str]
-    ) -> dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]]:
-        d = self.dialect
-        out: dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]] = {}
-        where, params = d.where(filters)
-        for part in d.chunks(sorted(set(paths))):
-            clause, values = d.is_in("source_path", part)
-            cond = f"{where} AND {clause}" if where else f"WHERE {clause}"
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT user_id, agent_id, source_path, source_start, source_end"
-                    f" FROM {self.t_memories} {cond} AND source_start IS NOT NULL",
-                    (*params, *values),
-                ).fetchall()
-            for user, agent, path, start, end in rows:
-                out.setdefault((user, agent, path), []).append((int(start), int(end or start)))
-        return out
+        wanted: builtins.list[tuple[str, builtins.list[str]]] = [
+            ("hash", sorted(set(hashes))),
+            ("source_path", sorted(set(paths))),
+        ]
+        looks: builtins.list[str] = []
+        values: builtins.list[Any] = []
+        columns = (
+            "id, user_id, agent_id, run_id, category, origin, state, created_at, metadata, hash,"
+            " source_path, source_start, source_end"
+        )
+        # the record kinds asked for narrow each look at once (a file's lines have
+        # many memories: chunks, short-term and long-term facts)
+        narrow: builtins.list[str] = []
+        narrowed: builtins.list[Any] = []
+        for column, kinds in (("origin", filters.origins), ("state", filters.states)):
+            if kinds:
+                clause, bound = d.is_in(column, [str(k) for k in kinds])
+                narrow.append(clause)
+                narrowed.extend(bound)
+        for column, listed in wanted:
+            for part in d.chunks(listed):
+                clause, bound = d.is_in(column, part)
+                cond = " AND ".join([clause, *narrow])
+                looks.append(f"SELECT {columns} FROM {self.t_memories} WHERE {cond}")
+                values.extend([*bound, *narrowed])
+        if not looks:
+            return []
+        # each look by its own index (hash, source_path), then the scope: the planner
+        # would otherwise read the whole of a large scope by its columns
+        with self._read() as conn:
+            rows = conn.execute(
+                f"WITH said AS MATERIALIZED ({' UNION ALL '.join(looks)})"
+                " SELECT id, user_id, agent_id, hash, source_path, source_start, source_end"
+                f" FROM said {where}",
+                (*values, *params),
+            ).fetchall()
+        return [Located(*row) for row in rows]
 
     # -- embedding cache --------------------------------------------------------------------------
     def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:

@@ -151,10 +151,18 @@ def _m003_drop_fts(db: sqlite3.Connection) -> None:
     )
 
 
+def _m004_source_state(db: sqlite3.Connection) -> None:
+    """A file's memories of one state by index (``Store.locate``): a diary day has many
+    memories (its chunks, short-term and long-term facts), and a search reads only those
+    that were superseded."""
+    db.execute(f"CREATE INDEX memories_source_state ON memories ({sql.SOURCE_STATE})")
+
+
 MIGRATIONS: builtins.list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_locks", _m002_locks),
     ("003_drop_fts", _m003_drop_fts),
+    ("004_source_state", _m004_source_state),
 ]
 
 
