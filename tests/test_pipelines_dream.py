@@ -392,3 +392,35 @@ def test_a_fact_and_its_reply_in_other_words_are_superseded_together(
     assert current("11 days"), current("days")
     assert current("production") == ["Noted, and the production database uses port 5432 too."]
     assert not any("staging" in t for t in current("5432")), current("5432")
+
+
+def test_every_fact_a_change_supersedes_takes_its_reply_along(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """The change replaces the old value in two facts (the statement and a later mention);
+    the reply said beside either, in words of its own ("must be 100 minutes fresh"), goes
+    too."""
+    root = workspace(settings, "alpha")
+    exchanges = [
+        (
+            "2026-03-03",
+            "The freshness SLA of the sales mart is 100 minutes.",
+            "Noted, the sales mart must be 100 minutes fresh.",
+        ),
+        (
+            "2026-03-04",
+            "The sales mart is late again.",
+            "The sales mart is 20 minutes past its 100 minutes freshness SLA; I opened an incident.",
+        ),
+        (
+            "2026-03-13",
+            "We relaxed the sales mart SLA to 80 minutes.",
+            "Got it, sales mart freshness is 80 minutes.",
+        ),
+    ]
+    for day, user_said, reply in exchanges:
+        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
+        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
+        assert run_pipeline(mem, "dream").status == "ok"
+    facts = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)
+    assert [r.text for r in facts if "100 minutes" in r.text] == [], [r.text for r in facts]

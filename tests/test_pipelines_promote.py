@@ -512,3 +512,35 @@ def test_what_cannot_stand_as_a_fact() -> None:
     assert not_promotable("Got it, I'll page Leo this week") is not None
     assert not_promotable("Ana owns the Grafana SLO dashboards.") is None
     assert not_promotable("Deploys happen on Thursday afternoons") is None
+
+
+def test_a_line_leaves_when_the_fact_taken_from_its_diary_line_is_superseded(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    """The reply "the sales mart must be 100 minutes fresh" is promoted from the diary; the
+    dream takes the exchange's facts, and a change ("We relaxed the sales mart SLA to 80
+    minutes") supersedes them, the reply's included. The line leaves, although no newer
+    memory reads as a new value of its own words ("must be ... fresh")."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from tests.pipelines_kit import write_section
+
+    root = workspace(loose, "alpha")
+    ack = "Noted, the sales mart must be 100 minutes fresh."
+    said = "The freshness SLA of the sales mart is 100 minutes."
+    write_section(root, "2026-03-19", "09:00", [f"**user**: {said}", f"**assistant**: {ack}"])
+    ws = resolve_workspace(loose, "alpha", mem.store)
+    index_workspace(mem, ws)
+    recall(mem, "sales mart must be fresh", "how fresh must the sales mart be")
+    assert run_pipeline(mem, "promote").status == "ok"
+    assert f"- {ack}" in block_of((root / "MEMORY.md").read_text())
+    clock.now = datetime.fromisoformat("2026-03-20T02:00:00+00:00")
+    assert run_pipeline(mem, "dream").status == "ok"  # the exchange's facts, long-term
+    change = ["**user**: We relaxed the sales mart SLA to 80 minutes.", "**assistant**: Got it, sales mart freshness is 80 minutes."]  # fmt: skip
+    write_section(root, "2026-03-20", "10:00", change)
+    clock.now = datetime.fromisoformat("2026-03-21T02:00:00+00:00")
+    assert run_pipeline(mem, "dream").status == "ok"
+    index_workspace(mem, ws)
+    run = run_pipeline(mem, "promote")
+    assert f"- {ack}" not in block_of((root / "MEMORY.md").read_text()), run.notes
+    assert any("a fact taken from its diary lines was superseded" in n for n in run.notes)

@@ -700,7 +700,11 @@ class Memory:
         stale = [old] + [
             r for r in self.store.get_many([k.id for k in d.also]) if r.state == State.ACTIVE
         ]
-        stale += self._said_alongside(old, d.text, {r.id for r in stale})
+        known = {r.id for r in stale}
+        for r in list(stale):  # and what was said beside each of them, in other words
+            alongside = self._said_alongside(r, d.text, known)
+            known.update(x.id for x in alongside)
+            stale += alongside
         for r in stale:  # the old value, and any copy of an older one the fact also replaces
             closed = r.model_copy(
                 update={
@@ -1144,21 +1148,26 @@ class Memory:
     def _retired_turns(
         self, hits: builtins.list[SearchHit], facts: dict[str, RankFacts]
     ) -> set[str]:
-        """The hits that are turns (a diary's lines, a conversation's messages) saying what a
-        fact that has since been superseded says: the fact was extracted from the turn's
-        lines, or says word for word what the turn says (the same thing said again on
-        another day). What they said is out of date."""
-        turns = [h for h in hits if facts[h.id].turn is not None]
+        """The hits that are turns saying what a since superseded fact says
+        (:meth:`says_superseded`)."""
+        return self.says_superseded([h.record for h in hits if facts[h.id].turn is not None])
+
+    def says_superseded(self, records: Sequence[MemoryRecord]) -> set[str]:
+        """The ids of ``records`` (turns: a diary's lines, a conversation's messages) that
+        say what a fact since superseded says: the fact was extracted from their lines, or
+        says word for word what they say (the same thing said again on another day). What
+        they said is out of date; they stay as evidence of what was said."""
+        turns = list(records)
         if not turns:
             return set()
-        users = {h.record.user_id for h in turns}
+        users = {r.user_id for r in turns}
         retired = Filters(
             user_id=users.pop() if len(users) == 1 else None,
             origins=[Origin.FACT],
             states=[State.SUPERSEDED],
         )
-        said = {h.id: content_hash(without_speaker(h.text)) for h in turns}
-        paths = {h.record.source.path for h in turns if h.record.source is not None}
+        said = {r.id: content_hash(without_speaker(r.text)) for r in turns}
+        paths = {r.source.path for r in turns if r.source is not None}
         same: set[tuple[str | None, str | None, str]] = set()
         spans: dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]] = {}
         for at in self.store.locate(retired, list(said.values()), sorted(paths)):
@@ -1167,17 +1176,17 @@ class Memory:
                 span = (at.start_line, at.end_line or at.start_line)
                 spans.setdefault((at.user_id, at.agent_id, at.path), []).append(span)
         out: set[str] = set()
-        for h in turns:
-            who = (h.record.user_id, h.record.agent_id)
-            if (*who, said[h.id]) in same:
-                out.add(h.id)
+        for r in turns:
+            who = (r.user_id, r.agent_id)
+            if (*who, said[r.id]) in same:
+                out.add(r.id)
                 continue
-            src = h.record.source
+            src = r.source
             if src is None or src.start_line is None:
                 continue
             first, last = src.start_line, src.end_line or src.start_line
             if any(first <= a and b <= last for a, b in spans.get((*who, src.path), [])):
-                out.add(h.id)
+                out.add(r.id)
         return out
 
     def search_combined(

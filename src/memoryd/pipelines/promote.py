@@ -336,6 +336,7 @@ def why_not_current(record: MemoryRecord | None, now: datetime, picked: str | No
 
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
 NEWER_CANDIDATES = 12  # current memories compared with a line for a newer value
+RETIRED_EXCERPT = "a fact taken from its diary lines was superseded"
 
 
 def said_at(record: MemoryRecord) -> datetime:
@@ -447,6 +448,9 @@ def _stale_lines(
     now = ctx.now()
     ids = [str(e.get("id")) for e in (done.get(_norm(t)) for t in lines) if e]
     records = {r.id: r for r in ctx.memory.store.get_many(ids)}
+    # a diary excerpt is evidence and never superseded itself; a fact taken from its
+    # lines (or saying what it says) may be
+    retired = ctx.memory.says_superseded([r for r in records.values() if r.origin == Origin.CHUNK])
     kept: list[str] = []
     stale: list[tuple[str, str]] = []
     for text in lines:
@@ -459,6 +463,8 @@ def _stale_lines(
         if record is not None and record.origin == Origin.CHUNK:
             picked = None  # a distilled excerpt: its chunk's text is not the line
         why = why_not_current(record, now, picked if isinstance(picked, str) else None)
+        if not why and record is not None and record.id in retired:
+            why = RETIRED_EXCERPT
         why = why or not_promotable(text) or ""
         if not why and record is not None:
             newer = newer_value(ctx, agent, text, said_at(record))
@@ -476,10 +482,13 @@ def _rechecked(
     """The candidates that still hold, read again from the store (and diary) just now."""
     now = ctx.now()
     records = {r.id: r for r in ctx.memory.store.get_many([c.memory_id for c in fresh])}
+    retired = ctx.memory.says_superseded([r for r in records.values() if r.origin == Origin.CHUNK])
     out = []
     for c in fresh:
         record = records.get(c.memory_id)
         why = why_not_current(record, now, c.picked or None)
+        if not why and record is not None and record.id in retired:
+            why = RETIRED_EXCERPT
         if not why and record is not None and not _still_there(ctx, ws, record, c.text):
             why = "its diary lines changed"
         if why:
