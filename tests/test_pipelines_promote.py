@@ -497,6 +497,35 @@ def test_a_change_in_other_words_is_found_among_many_older_mentions(
     assert block_of((root / "MEMORY.md").read_text()) == []
 
 
+def test_a_change_is_found_among_many_later_mentions_of_the_old_value(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    """Mentions of the old value said after the line ("the load alert went to
+    #pipeline-alerts", bench/weeks said one most days) rank above the change in other
+    words; the re-check looks far enough to reach it (12 candidates did not)."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from tests.pipelines_kit import write_section
+
+    root = workspace(loose, "alpha")
+    old = "Pipeline alerts go to the #pipeline-alerts Slack channel."
+    write_section(root, "2026-03-19", "09:00", [f"**user**: {old}", "**assistant**: Noted."])
+    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
+    recall(mem, "where do pipeline alerts go", "pipeline alert channel")
+    run_pipeline(mem, "promote")
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    for n in range(16):
+        clock.now += timedelta(hours=3)
+        mem.add(f"The {n + 2}:{n + 10} load alert went to #pipeline-alerts, the pipeline "
+                "alerts Slack channel.", user_id="default", agent_id="alpha")  # fmt: skip
+    clock.now += timedelta(days=1)
+    write_section(root, "2026-03-22", "10:00", ["**user**: We moved pipeline alerts to #dq-pager."])
+    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
+    run = run_pipeline(mem, "promote")
+    assert any("We moved pipeline alerts to #dq-pager" in n for n in run.notes), run.notes
+    assert block_of((root / "MEMORY.md").read_text()) == []
+
+
 def test_what_cannot_stand_as_a_fact() -> None:
     """Also for lines distilled from diary excerpts, which have no category to go by
     (bench/weeks promoted both of these from the diary)."""

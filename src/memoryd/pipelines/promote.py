@@ -335,7 +335,7 @@ def why_not_current(record: MemoryRecord | None, now: datetime, picked: str | No
 
 
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
-NEWER_CANDIDATES = 12  # current memories compared with a line for a newer value
+NEWER_CANDIDATES = 30  # current memories compared with a line for a newer value
 RETIRED_EXCERPT = "a fact taken from its diary lines was superseded"
 
 
