@@ -424,3 +424,34 @@ def test_every_fact_a_change_supersedes_takes_its_reply_along(
         assert run_pipeline(mem, "dream").status == "ok"
     facts = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)
     assert [r.text for r in facts if "100 minutes" in r.text] == [], [r.text for r in facts]
+
+
+def test_a_change_matching_only_the_reply_s_words_supersedes_the_fact(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """The user states a fact, the assistant restates it in words of its own; the dream
+    keeps one memory with both wordings. Weeks later the change is said in the reply's
+    words only ("events retention is 48 hours"): compared in each wording, the fact is
+    superseded (compared only as the user said it, it stayed current beside the change)."""
+    root = workspace(settings, "alpha")
+    exchanges = [
+        (
+            "2026-03-03",
+            "The events topic in Kafka keeps 96 hours of data.",
+            "Noted, Kafka retention on the events topic is 96 hours.",
+        ),
+        (
+            "2026-03-17",
+            "Kafka events retention is 48 hours from today.",
+            "Got it, events retention is 48 hours.",
+        ),
+    ]
+    for day, user_said, reply in exchanges:
+        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
+        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
+        assert run_pipeline(mem, "dream").status == "ok"
+    facts = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)
+    assert [r.text for r in facts if "96 hours" in r.text] == [], [r.text for r in facts]
+    assert any("48 hours" in r.text for r in facts)
+    old = [r for r in mem.store.iter_all(Filters(states=[State.SUPERSEDED])) if "96" in r.text]
+    assert old and old[0].metadata["said_also"] == [exchanges[0][2]]

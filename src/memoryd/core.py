@@ -72,7 +72,17 @@ if TYPE_CHECKING:
 Clock = Callable[[], datetime]
 #: kv prefix of idempotency keys recorded by ``Memory.add`` (value: actor and events)
 IDEMPOTENCY_PREFIX = "add:idem:"
+#: metadata of a fact: the same fact in other words, said with it (an acknowledgement that
+#: restates it), compared when a later fact may replace it
+SAID_ALSO = "said_also"
+MAX_WORDINGS = 3
 SIBLINGS_SCANNED = 200  # facts of one diary day read to find an exchange's other wording
+
+
+def wordings_of(record: MemoryRecord) -> tuple[str, ...]:
+    """The other words ``record``'s fact was said in (metadata ``said_also``)."""
+    said = record.metadata.get(SAID_ALSO)
+    return tuple(t for t in said if isinstance(t, str)) if isinstance(said, list) else ()
 
 
 class Memory:
@@ -532,7 +542,7 @@ class Memory:
                 )
                 found = {r.id: r for r in self.store.get_many([i for i, _ in hits])}
                 similar = [
-                    (Known(k, mid, found[mid].text), score)
+                    (Known(k, mid, found[mid].text, wordings_of(found[mid])), score)
                     for k, (mid, score) in enumerate(hits)
                     if mid in found
                 ]
@@ -588,10 +598,17 @@ class Memory:
         vector_of = {id(d): fresh[n] for n, d in enumerate(changed)}
         events: builtins.list[MemoryEvent] = []
         new_records: builtins.list[MemoryRecord] = []
+        # a fact said again in other words within this input keeps those words
+        also_said: dict[int, builtins.list[str]] = {}
+        for d in decisions:
+            if d.event == Event.NONE and d.twin_of is not None:
+                also_said.setdefault(d.twin_of, []).append(d.text)
         with self.store.atomic():
             for d in decisions:
                 target = d.target
                 source, said = provenance[d.fact]
+                if d.fact in also_said:
+                    said = {**said, SAID_ALSO: also_said[d.fact][:MAX_WORDINGS]}
                 if d.event == Event.ADD:
                     kind = category or self._fact_class(d.text)
                     record = MemoryRecord(

@@ -51,6 +51,9 @@ class Known:
     key: int  # the small integer id used in prompts
     id: str
     text: str
+    # the same fact in other words, said with it (metadata ``said_also``: "Noted, the
+    # backfill window is 31 days." beside "Backfills may reprocess at most 31 days")
+    wordings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -71,6 +74,7 @@ class Decision:
     # an UPDATE's other memories holding an older value of the same subject and attribute
     # (copies written before the change was recognised): superseded by the same fact
     also: list[Known] = field(default_factory=list)
+    twin_of: int | None = None  # NONE: the fact of this input it says again, in other words
 
 
 class Reconciler(Protocol):
@@ -87,6 +91,7 @@ class ThresholdReconciler:
         decisions: list[Decision] = []
         # ADDs of this batch, so a later duplicate in the same input is NONE
         added: list[NewFact] = []
+        first_said: dict[int, Decision] = {}  # an ADD's decision, by its fact's index
         updated: set[str] = set()
         for fact in facts:
             twin = next(
@@ -100,22 +105,28 @@ class ThresholdReconciler:
                 ),
                 None,
             )
+            same, newer = self._against_known(fact, updated)
             if twin is not None:
+                # one fact said twice in one input ("Kafka events retention is 48 hours
+                # from today." / "Got it, events retention is 48 hours."): one memory, and
+                # if this wording shows it replaces a known value, the memory added does
+                first = first_said[twin.index]
+                if same is None and newer and first.event == Event.ADD:
+                    updated.update(k.id for k, _ in newer)
+                    (target, why), others = newer[0], [k for k, _ in newer[1:]]
+                    first.event, first.target, first.also = Event.UPDATE, target, others
+                    first.reason = f"{why} (as fact {fact.index} says it)"
                 decisions.append(
-                    Decision(fact.index, Event.NONE, fact.text, None, f"same as fact {twin.index}")
+                    Decision(
+                        fact.index,
+                        Event.NONE,
+                        fact.text,
+                        None,
+                        f"same as fact {twin.index}",
+                        twin_of=twin.index,
+                    )
                 )
                 continue
-            same: tuple[Known, str] | None = None
-            newer: list[tuple[Known, str]] = []
-            for known, sim in fact.similar:
-                if sim < s.supersede_similarity:
-                    continue
-                verdict, why = compare(fact.text, known.text, sim, s.none_similarity)
-                if verdict == Verdict.SAME:
-                    same = (known, f"{why}; similarity {sim:.2f}")
-                    break
-                if verdict == Verdict.SUPERSEDES and known.id not in updated:
-                    newer.append((known, f"{why}; similarity {sim:.2f}"))
             if same is not None:
                 decisions.append(Decision(fact.index, Event.NONE, fact.text, same[0], same[1]))
             elif newer:
@@ -125,9 +136,34 @@ class ThresholdReconciler:
                     Decision(fact.index, Event.UPDATE, fact.text, target, why, also=others)
                 )
             else:
-                decisions.append(Decision(fact.index, Event.ADD, fact.text, None, "new"))
+                decision = Decision(fact.index, Event.ADD, fact.text, None, "new")
+                decisions.append(decision)
+                first_said[fact.index] = decision
                 added.append(fact)
         return decisions
+
+    def _against_known(
+        self, fact: NewFact, updated: set[str]
+    ) -> tuple[tuple[Known, str] | None, list[tuple[Known, str]]]:
+        """The known memory ``fact`` already says (with why), else those it gives a new
+        value (best first; none already updated in this input). A memory is compared in
+        each of its wordings."""
+        s = self.settings
+        newer: list[tuple[Known, str]] = []
+        for known, sim in fact.similar:
+            if sim < s.supersede_similarity:
+                continue
+            verdicts = [
+                compare(fact.text, said, sim, s.none_similarity)
+                for said in (known.text, *known.wordings)
+            ]
+            for verdict, why in verdicts:
+                if verdict == Verdict.SAME:
+                    return (known, f"{why}; similarity {sim:.2f}"), []
+            changed = [why for verdict, why in verdicts if verdict == Verdict.SUPERSEDES]
+            if changed and known.id not in updated:
+                newer.append((known, f"{changed[0]}; similarity {sim:.2f}"))
+        return None, newer
 
 
 # -- with an LLM -------------------------------------------------------------------------------
