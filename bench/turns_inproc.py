@@ -176,6 +176,13 @@ def main(argv: list[str] | None = None) -> None:
         help="which of default, vector, keyword to measure (vector and keyword skip the "
         "turn re-ranking, so a change to it moves only default)",
     )
+    ap.add_argument(
+        "--agentchat-seed",
+        type=int,
+        default=None,
+        help="draw agentchat's conversations from this seed instead of the shipped one "
+        "(35), to check that a rule tuned on one draw holds on another",
+    )
     ap.add_argument("--no-plain", action="store_true", help="skip the plain baselines")
     ap.add_argument(
         "--keep",
@@ -190,11 +197,19 @@ def main(argv: list[str] | None = None) -> None:
     built_in = [b for b in args.built_in.split(",") if b]
     variants = [parse_variant(v) for v in (*built_in, *args.variant)]
     results: dict[str, Any] = {
-        "meta": {"machine": machine_info(), "repo": str(REPO_ROOT), "variants": dict(variants)},
+        "meta": {
+            "machine": machine_info(),
+            "repo": str(REPO_ROOT),
+            "variants": dict(variants),
+            "agentchat_seed": args.agentchat_seed,
+        },
         "datasets": {},
     }
     for name in args.datasets.split(","):
-        convs = load(name, path=args.realtalk if name == "realtalk" else None)
+        options: dict[str, Any] = {"path": args.realtalk if name == "realtalk" else None}
+        if name == "agentchat" and args.agentchat_seed is not None:
+            options["seed"] = args.agentchat_seed
+        convs = load(name, **options)
         keep = Path(args.keep) if args.keep else None
         plain_modes = () if args.no_plain else PLAIN_MODES
         results["datasets"][name] = run_dataset(name, convs, variants, keep, plain_modes)
