@@ -57,6 +57,17 @@ def seed_week(mem: Memory, settings: Settings, clock: FixedClock) -> None:
     clock.now = datetime.fromisoformat("2026-03-28T02:00:00+00:00")
 
 
+def dream_each_day(
+    mem: Memory, root: Path, clock: FixedClock, exchanges: list[tuple[str, str, str]]
+) -> None:
+    """Each (day, what the user said, the reply) as that day's diary, dreamt at 02:00 the
+    next night."""
+    for day, user_said, reply in exchanges:
+        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
+        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
+        assert run_pipeline(mem, "dream").status == "ok"
+
+
 def test_dream_moves_diary_and_old_short_term_to_long_term(
     mem: Memory, settings: Settings, clock: FixedClock
 ) -> None:
@@ -331,10 +342,7 @@ def test_a_turn_whose_fact_was_superseded_yields_to_newer_evidence(
             "It was posted to #data-alerts, the pipeline alerts channel, at 04:12.",
         ),
     ]
-    for day, user_said, reply in said:
-        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
-        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
-        assert run_pipeline(mem, "dream").status == "ok"
+    dream_each_day(mem, root, clock, said)
     old = [r for r in mem.store.iter_all(Filters(states=[State.SUPERSEDED])) if "Slack" in r.text]
     assert old and old[0].source is not None  # the dream retired the fact it took from the line
     ws = resolve_workspace(settings, "alpha", mem.store)
@@ -379,10 +387,7 @@ def test_a_fact_and_its_reply_in_other_words_are_superseded_together(
             "Got it, staging is on 6432 now.",
         ),
     ]
-    for day, user_said, reply in exchanges:
-        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
-        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
-        assert run_pipeline(mem, "dream").status == "ok"
+    dream_each_day(mem, root, clock, exchanges)
 
     def current(word: str) -> list[str]:
         facts = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)
@@ -418,10 +423,7 @@ def test_every_fact_a_change_supersedes_takes_its_reply_along(
             "Got it, sales mart freshness is 80 minutes.",
         ),
     ]
-    for day, user_said, reply in exchanges:
-        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
-        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
-        assert run_pipeline(mem, "dream").status == "ok"
+    dream_each_day(mem, root, clock, exchanges)
     facts = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)
     assert [r.text for r in facts if "100 minutes" in r.text] == [], [r.text for r in facts]
 
@@ -446,10 +448,7 @@ def test_a_change_matching_only_the_reply_s_words_supersedes_the_fact(
             "Got it, events retention is 48 hours.",
         ),
     ]
-    for day, user_said, reply in exchanges:
-        write_section(root, day, "10:00", [f"**user**: {user_said}", f"**assistant**: {reply}"])
-        clock.now = datetime.fromisoformat(f"{day}T23:00:00+00:00") + timedelta(hours=3)
-        assert run_pipeline(mem, "dream").status == "ok"
+    dream_each_day(mem, root, clock, exchanges)
     facts = mem.list(agent_id="alpha", filters=Filters(long_term_only=True), limit=100)
     assert [r.text for r in facts if "96 hours" in r.text] == [], [r.text for r in facts]
     assert any("48 hours" in r.text for r in facts)

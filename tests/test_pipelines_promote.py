@@ -414,22 +414,32 @@ def test_a_superseded_fact_leaves_the_block_for_its_current_value(
     assert block_of((root / "MEMORY.md").read_text()) == ["- The staging database is on port 6432"]
 
 
+def promoted_diary_line(mem: Memory, settings: Settings, line: str, *queries: str) -> Path:
+    """``line`` said by the user in the 2026-03-19 diary, recalled by ``queries`` and
+    promoted: the workspace root, its MEMORY.md block holding just that line."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from tests.pipelines_kit import write_section
+
+    root = workspace(settings, "alpha")
+    write_section(root, "2026-03-19", "09:00", [f"**user**: {line}", "**assistant**: Noted."])
+    index_workspace(mem, resolve_workspace(settings, "alpha", mem.store))
+    recall(mem, *queries)
+    run_pipeline(mem, "promote")
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {line}"]
+    return root
+
+
 def test_a_line_from_an_old_diary_excerpt_leaves_once_a_newer_fact_says_otherwise(
     mem: Memory, loose: Settings, clock: FixedClock
 ) -> None:
     """A diary excerpt is evidence of what was said that day and is never superseded
     itself; the line distilled from it is stale once a newer fact gives a new value."""
-    from memoryd.workspace import resolve_workspace
-    from memoryd.workspace.indexer import index_workspace
-    from tests.pipelines_kit import write_section
 
-    root = workspace(loose, "alpha")
     old = "The CI runners execute 12 parallel jobs per pipeline."
-    write_section(root, "2026-03-19", "09:00", [f"**user**: {old}", "**assistant**: Noted."])
-    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
-    recall(mem, "CI parallel jobs", "how many parallel jobs do the CI runners execute")
-    run_pipeline(mem, "promote")
-    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    root = promoted_diary_line(
+        mem, loose, old, "CI parallel jobs", "how many parallel jobs do the CI runners execute"
+    )
     clock.now += timedelta(days=2)
     mem.add("The CI runners execute 16 parallel jobs per pipeline now.", user_id="default",
             agent_id="alpha")  # fmt: skip
@@ -448,13 +458,10 @@ def test_a_line_leaves_once_a_later_diary_day_or_turn_says_otherwise(
     from memoryd.workspace.indexer import index_workspace
     from tests.pipelines_kit import write_section
 
-    root = workspace(loose, "alpha")
     old = "Pipeline alerts go to the #pipeline-alerts Slack channel."
-    write_section(root, "2026-03-19", "09:00", [f"**user**: {old}", "**assistant**: Noted."])
-    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
-    recall(mem, "where do pipeline alerts go", "pipeline alert channel")
-    run_pipeline(mem, "promote")
-    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    root = promoted_diary_line(
+        mem, loose, old, "where do pipeline alerts go", "pipeline alert channel"
+    )
     clock.now += timedelta(days=1)
     run = run_pipeline(mem, "promote")  # nothing newer yet: the line stays
     assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"], run.notes
@@ -476,13 +483,10 @@ def test_a_change_in_other_words_is_found_among_many_older_mentions(
     from memoryd.workspace.indexer import index_workspace
     from tests.pipelines_kit import write_section
 
-    root = workspace(loose, "alpha")
     old = "Pipeline alerts go to the #pipeline-alerts Slack channel."
-    write_section(root, "2026-03-19", "09:00", [f"**user**: {old}", "**assistant**: Noted."])
-    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
-    recall(mem, "where do pipeline alerts go", "pipeline alert channel")
-    run_pipeline(mem, "promote")
-    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    root = promoted_diary_line(
+        mem, loose, old, "where do pipeline alerts go", "pipeline alert channel"
+    )
     now = clock.now
     clock.now = datetime(2026, 3, 10, 9, tzinfo=UTC)  # the weeks before the line was said
     for n in range(16):
@@ -507,13 +511,10 @@ def test_a_change_is_found_among_many_later_mentions_of_the_old_value(
     from memoryd.workspace.indexer import index_workspace
     from tests.pipelines_kit import write_section
 
-    root = workspace(loose, "alpha")
     old = "Pipeline alerts go to the #pipeline-alerts Slack channel."
-    write_section(root, "2026-03-19", "09:00", [f"**user**: {old}", "**assistant**: Noted."])
-    index_workspace(mem, resolve_workspace(loose, "alpha", mem.store))
-    recall(mem, "where do pipeline alerts go", "pipeline alert channel")
-    run_pipeline(mem, "promote")
-    assert block_of((root / "MEMORY.md").read_text()) == [f"- {old}"]
+    root = promoted_diary_line(
+        mem, loose, old, "where do pipeline alerts go", "pipeline alert channel"
+    )
     for n in range(16):
         clock.now += timedelta(hours=3)
         mem.add(f"The {n + 2}:{n + 10} load alert went to #pipeline-alerts, the pipeline "
