@@ -299,22 +299,3 @@ def test_every_stored_copy_of_the_old_value_is_superseded(memory: Memory, clock)
     assert memory.get(other.id).state == State.ACTIVE  # type: ignore[arg-type]
     hits = memory.search("staging database port", user_id="u")
     assert hits[0].id == new.id and "5432" not in " ".join(h.text for h in hits)
-
-
-def test_a_short_term_copy_of_the_old_value_is_superseded_too(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
-    """Digest keeps a day's facts short-term (run_id the day); the long-term fact and a
-    later day's short-term copy say the same old value. A change supersedes both: the
-    copy ranked first for "staging database port" before."""
-    old = "The staging database is on port 5432."
-    long_term = memory.add(old, user_id="u", agent_id="ops", infer=True)[0]
-    clock.advance(days=3)
-    copy = memory.add(old, user_id="u", agent_id="ops", run_id="2026-03-10", infer=True)[0]
-    elsewhere = memory.add(old, user_id="u", agent_id="dev", infer=True)[0]  # another agent
-    clock.advance(days=1)
-    new = memory.add("The staging database moved to port 6432.", user_id="u", agent_id="ops", infer=True)[0]  # fmt: skip
-    assert new.event == Event.UPDATE
-    for m in (long_term, copy):
-        assert memory.get(m.id).state == State.SUPERSEDED  # type: ignore[arg-type, union-attr]
-    assert memory.get(elsewhere.id).state == State.ACTIVE  # type: ignore[arg-type, union-attr]
-    hits = memory.search("staging database port", user_id="u", agent_id="ops")
-    assert "6432" in hits[0].text, [h.text for h in hits]
