@@ -65,6 +65,10 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("Understood, cache Redis now has 24 GB of maxmemory.", "Cache Redis maxmemory is 12 GB now.")[0] == Verdict.SUPERSEDES  # fmt: skip
     # after a change verb the subject runs to "to": two changes of two subjects
     assert compare("We bumped the CI runners to 7 parallel jobs.", "We upgraded the backend services to Python 3.10.")[0] == Verdict.DISTINCT  # fmt: skip
+    # an id on the subject side names the subject: two tickets fixed are two facts
+    assert compare("PAY-101 is fixed; refunds now round half to even.", "PAY-100 is fixed; refunds now round half to even.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("Ravi owns PAY-101.", "Ravi owns PAY-100.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("Ticket PAY-100 is assigned to Mei now.", "Ticket PAY-100 is assigned to Ravi.")[0] == Verdict.SUPERSEDES  # fmt: skip
     # days are values of a schedule
     assert compare("Production deploys now happen on Tuesday afternoons.", "Production deploys happen on Wednesday afternoons only.")[0] == Verdict.SUPERSEDES  # fmt: skip
 
@@ -299,3 +303,22 @@ def test_every_stored_copy_of_the_old_value_is_superseded(memory: Memory, clock)
     assert memory.get(other.id).state == State.ACTIVE  # type: ignore[arg-type]
     hits = memory.search("staging database port", user_id="u")
     assert hits[0].id == new.id and "5432" not in " ".join(h.text for h in hits)
+
+
+def test_a_short_term_copy_of_the_old_value_is_superseded_too(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    """Digest keeps a day's facts short-term (run_id the day); the long-term fact and a
+    later day's short-term copy say the same old value. A change supersedes both: the
+    copy ranked first for "staging database port" before."""
+    old = "The staging database is on port 5432."
+    long_term = memory.add(old, user_id="u", agent_id="ops", infer=True)[0]
+    clock.advance(days=3)
+    copy = memory.add(old, user_id="u", agent_id="ops", run_id="2026-03-10", infer=True)[0]
+    elsewhere = memory.add(old, user_id="u", agent_id="dev", infer=True)[0]  # another agent
+    clock.advance(days=1)
+    new = memory.add("The staging database moved to port 6432.", user_id="u", agent_id="ops", infer=True)[0]  # fmt: skip
+    assert new.event == Event.UPDATE
+    for m in (long_term, copy):
+        assert memory.get(m.id).state == State.SUPERSEDED  # type: ignore[arg-type, union-attr]
+    assert memory.get(elsewhere.id).state == State.ACTIVE  # type: ignore[arg-type, union-attr]
+    hits = memory.search("staging database port", user_id="u", agent_id="ops")
+    assert "6432" in hits[0].text, [h.text for h in hits]

@@ -722,6 +722,7 @@ class Memory:
             alongside = self._said_alongside(r, d.text, known)
             known.update(x.id for x in alongside)
             stale += alongside
+        stale += self._copies(stale, known)
         for r in stale:  # the old value, and any copy of an older one the fact also replaces
             closed = r.model_copy(
                 update={
@@ -738,6 +739,23 @@ class Memory:
                 closed, event=Event.SUPERSEDE, actor=actor, reason=_reason("supersede", d)
             )
         return record
+
+    def _copies(
+        self, stale: builtins.list[MemoryRecord], known: set[str]
+    ) -> builtins.list[MemoryRecord]:
+        """The current facts of the same user and agent, in any tier, that say word for
+        word what ``stale`` says: a day's short-term copy of the old value (digest writes
+        one per day it was said) is as old as the long-term fact."""
+        first = stale[0]
+        scope = Filters(
+            user_id=first.user_id,
+            agent_id=first.agent_id,
+            origins=[Origin.FACT],
+            states=[State.ACTIVE],
+        )
+        found = self.store.locate(scope, [r.hash for r in stale if r.hash], [])
+        ids = [at.id for at in found if at.agent_id == first.agent_id and at.id not in known]
+        return self.store.get_many(ids) if ids else []
 
     def _said_alongside(
         self, old: MemoryRecord, new_text: str, known: set[str]

@@ -17,7 +17,9 @@ two facts are *about* similar things; it cannot tell "staging moved to port
   that hold many values at once (uses, prefers, likes) a new value is a change
   only when the fact says so ("now", "switched", "instead", "over", "from X");
 * **values** (numbers, versions, times, percentages, ids like prod-eu-2) that
-  differ, of the same kind, with the subject and attribute unchanged: UPDATE;
+  differ, of the same kind, with the subject and attribute unchanged: UPDATE; an id
+  on the subject side names the subject ("PAY-100 is fixed", "PR #482 was merged"),
+  so two ids there are two subjects: ADD;
 * nothing differs (a paraphrase, or a fact the memory already says): NONE.
 
 Measured on ``tests/data/supersede_pairs.json`` (70 labelled pairs) by
@@ -124,6 +126,7 @@ class Claim:
     slot: set[str] = field(default_factory=set)  # the words on the value side of the relation
     purpose: set[str] = field(default_factory=set)  # "... for HTTP calls": what the value is for
     old: set[str] = field(default_factory=set)  # "from X": the value the fact replaces
+    names: set[str] = field(default_factory=set)  # ids on the subject side ("PAY-100 is fixed")
     multi: bool = False  # its relation holds many values (uses, prefers)
     changes: bool = False  # it says a value changed (moved, now, instead, ...)
 
@@ -221,6 +224,9 @@ def claim(text: str) -> Claim:
             continue
         if _is_value(t):
             c.values.add(t)
+            on_subject_side = pivot is not None and (n > pivot if inverse else n < pivot)
+            if on_subject_side and value_kind(t) == "id" and t not in _DAYS:
+                c.names.add(t)
         elif t in _QUALIFIERS or token in _UPPER_QUALIFIERS:
             c.qualifiers.add(t)
         elif t in _ATTRIBUTES:
@@ -264,10 +270,9 @@ def compare(
     ``similarity`` (cosine of the two) at or above ``same_at`` makes a fact that only
     rewords the memory, with no new value, the same fact ("happens on Tuesday")."""
     n, o = claim(new), claim(old)
-    if n.qualifiers != o.qualifiers:
-        return Verdict.DISTINCT, "another environment or region"
-    if n.attributes and o.attributes and not n.attributes & o.attributes:
-        return Verdict.DISTINCT, "another attribute"
+    why = _another_subject(n, o)
+    if why is not None:
+        return Verdict.DISTINCT, why
     replaced = bool(n.old) and n.old <= (o.words | o.values | o.attributes)
     only_new, only_old = _drop_kinds(n.words - o.words - n.old, o.words - n.words)
     new_values, old_values = n.values - o.values - n.old, o.values - n.values
@@ -323,12 +328,22 @@ def unlike(a: str, b: str) -> str | None:
     return claims_unlike(claim(a), claim(b))
 
 
-def claims_unlike(x: Claim, y: Claim) -> str | None:
-    """:func:`unlike` of two texts already sorted by :func:`claim`."""
+def _another_subject(x: Claim, y: Claim) -> str | None:
+    """Why ``x`` and ``y`` are about another subject or attribute, whatever their values."""
     if x.qualifiers != y.qualifiers:
         return "another environment or region"
     if x.attributes and y.attributes and not x.attributes & y.attributes:
         return "another attribute"
+    if x.names and y.names and not x.names & y.names:
+        return "another subject, named by its id"
+    return None
+
+
+def claims_unlike(x: Claim, y: Claim) -> str | None:
+    """:func:`unlike` of two texts already sorted by :func:`claim`."""
+    why = _another_subject(x, y)
+    if why is not None:
+        return why
     if x.values and y.values and not _kinds(x.values) & _kinds(y.values):
         return "values of another kind"
     return None
