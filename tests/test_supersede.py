@@ -69,6 +69,14 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("PAY-101 is fixed; refunds now round half to even.", "PAY-100 is fixed; refunds now round half to even.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Ravi owns PAY-101.", "Ravi owns PAY-100.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Ticket PAY-100 is assigned to Mei now.", "Ticket PAY-100 is assigned to Ravi.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    # "X, not Y" names the value replaced, even when the memory names the subject more fully
+    assert compare("Alerts post in #dq-pager from today, not #pipeline-alerts.", "Pipeline alerts go to the #pipeline-alerts Slack channel.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Alerts post in #dq-pager from today, not #pipeline-alerts.", "Incidents are tracked in the #incidents channel.")[0] == Verdict.DISTINCT  # fmt: skip
+    # "at most" names a limit, "took over" an owner
+    assert compare("We set the backfill limit to 14 days.", "Backfills may reprocess at most 60 days of data.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("The build timeout is 60 minutes.", "The build takes at most 20 minutes.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("Chidi took over the ingestion pipelines this week.", "Kenji owns the ingestion pipelines.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Chidi took over the ingestion pipelines this week.", "Kenji owns the billing service.")[0] == Verdict.DISTINCT  # fmt: skip
     # days are values of a schedule
     assert compare("Production deploys now happen on Tuesday afternoons.", "Production deploys happen on Wednesday afternoons only.")[0] == Verdict.SUPERSEDES  # fmt: skip
 

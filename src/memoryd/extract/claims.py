@@ -59,7 +59,7 @@ _CHANGE = frozenset(
 _RELATION = frozenset(
     """is are was were runs run running listens listen lives live sits hosted deployed located
     set starts start begins ends gets get has have had go goes built owned maintained led
-    managed called named costs takes points points lands serves""".split()  # noqa: SIM905
+    managed called named costs takes points lands serves post posts posted""".split()  # noqa: SIM905
 )
 #: Relations that hold many values at once: a new value is a change only when said to be.
 _MULTI = frozenset(
@@ -174,15 +174,38 @@ _ACK_PREFIX = re.compile(
 _UNIT_AFTER = re.compile(r"(\d[\w.:/%-]*)\s+([a-zA-Z]+)")
 
 
+#: "X, not Y" / "X rather than Y": Y is the value the fact replaces.
+_NOT_OLD = re.compile(r"(?:,\s*(?:and\s+|but\s+)?not|\brather than)\s+([^,.;:!?]+)", re.IGNORECASE)
+#: Phrases that name a relation or an attribute in other words.
+_PHRASES = (
+    (re.compile(r"\b(?:took|takes|take|taken|taking) over\b", re.IGNORECASE), "owns now"),
+    (re.compile(r"\b(?:at most|no more than|at the most)\b", re.IGNORECASE), "limit"),
+)
+
+
+def _plain(text: str) -> str:
+    """``text`` without an acknowledgement in front and with phrases named by one word."""
+    text = _ACK_PREFIX.sub("", text)
+    for pattern, word in _PHRASES:
+        text = pattern.sub(word, text)
+    return text
+
+
 def units(text: str) -> set[str]:
     """The words right after a number ("40 seconds", "12 GB", "9 parallel jobs")."""
-    return {_norm(u) for _, u in _UNIT_AFTER.findall(_ACK_PREFIX.sub("", text))}
+    return {_norm(u) for _, u in _UNIT_AFTER.findall(_plain(text))}
 
 
 def claim(text: str) -> Claim:
     """Sort the words of ``text``: qualifiers, attributes, values, other words, the value side."""
-    raw = _RAW.findall(_ACK_PREFIX.sub("", text))
+    text = _plain(text)
     c = Claim()
+    replaced = _NOT_OLD.search(text)
+    if replaced is not None:  # "..., not #pipeline-alerts": the old value, said outright
+        c.old = {_norm(t) for t in _RAW.findall(replaced.group(1))} - _STOP
+        c.changes = True
+        text = text[: replaced.start()] + text[replaced.end() :]
+    raw = _RAW.findall(text)
     pivot: int | None = None
     inverse = False
     for n, token in enumerate(raw):
@@ -278,7 +301,9 @@ def compare(
     new_values, old_values = n.values - o.values - n.old, o.values - n.values
     if only_new and only_old:
         # both sides say something the other does not: another subject, or a new value
-        if replaced and not (only_new - n.slot - n.purpose or only_old - o.slot - o.purpose):
+        # it names the old value as replaced and adds nothing but its new value: the
+        # memory may name the subject more fully ("Pipeline alerts" / "Alerts")
+        if replaced and not only_new - n.slot - n.purpose:
             return Verdict.SUPERSEDES, "same subject, the value it names replaced"
         if only_new & n.purpose and only_old & o.purpose:
             return Verdict.DISTINCT, "another purpose"
