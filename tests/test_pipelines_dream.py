@@ -357,6 +357,40 @@ def test_a_turn_whose_fact_was_superseded_yields_to_newer_evidence(
     assert "#data-alerts" in files[0], files
 
 
+def test_the_reply_that_restated_a_superseded_fact_is_retired_too(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """The fact is taken from the user's line and keeps the reply's other words
+    (said_also); once it is superseded, the reply's line says an old value as much as the
+    user's does, and a search for the value puts the change first, not the reply."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from memoryd.workspace.search import memory_search
+
+    root = workspace(settings, "alpha")
+    said = [
+        (
+            "2026-03-03",
+            "The events topic in Kafka keeps 96 hours of data.",
+            "Noted, Kafka retention on the events topic is 96 hours.",
+        ),
+        ("2026-03-09", "Kafka events retention is 48 hours from today.", "Got it."),
+    ]
+    dream_each_day(mem, root, clock, said)
+    ws = resolve_workspace(settings, "alpha", mem.store)
+    index_workspace(mem, ws)
+    clock.now = datetime.fromisoformat("2026-03-12T06:00:00+00:00")
+    lines = [
+        r
+        for r in mem.store.iter_all(Filters(agent_id="alpha", origins=[Origin.CHUNK]))
+        if "96 hours" in r.text
+    ]
+    assert len(lines) == 2, [r.text for r in lines]  # the user's line and the reply's
+    assert mem.says_superseded(lines) == {r.id for r in lines}
+    files = [h.hit.text for h in memory_search(mem, ws, "Kafka retention on the events topic")]
+    assert "48 hours" in files[0], files
+
+
 def test_a_fact_and_its_reply_in_other_words_are_superseded_together(
     mem: Memory, settings: Settings, clock: FixedClock
 ) -> None:

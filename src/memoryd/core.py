@@ -41,6 +41,7 @@ from memoryd.models import (
     Event,
     Filters,
     HistoryEntry,
+    Located,
     MemoryEvent,
     MemoryRecord,
     Origin,
@@ -76,6 +77,8 @@ IDEMPOTENCY_PREFIX = "add:idem:"
 #: restates it), compared when a later fact may replace it
 SAID_ALSO = "said_also"
 MAX_WORDINGS = 3
+#: lines between a fact's own and a turn that restated it (said_also) in one exchange
+RESTATED_WITHIN = 3
 SIBLINGS_SCANNED = 200  # facts of one diary day read to find an exchange's other wording
 
 
@@ -1204,13 +1207,13 @@ class Memory:
         said = {r.id: content_hash(without_speaker(r.text)) for r in turns}
         paths = {r.source.path for r in turns if r.source is not None}
         same: set[tuple[str | None, str | None, str]] = set()
-        spans: dict[tuple[str | None, str | None, str], builtins.list[tuple[int, int]]] = {}
+        spans: dict[tuple[str | None, str | None, str], builtins.list[Located]] = {}
         for at in self.store.locate(retired, list(said.values()), sorted(paths)):
             same.add((at.user_id, at.agent_id, at.hash))
             if at.path is not None and at.start_line is not None:
-                span = (at.start_line, at.end_line or at.start_line)
-                spans.setdefault((at.user_id, at.agent_id, at.path), []).append(span)
+                spans.setdefault((at.user_id, at.agent_id, at.path), []).append(at)
         out: set[str] = set()
+        near: dict[str, builtins.list[str]] = {}  # turn -> retired facts said a few lines off
         for r in turns:
             who = (r.user_id, r.agent_id)
             if (*who, said[r.id]) in same:
@@ -1220,8 +1223,22 @@ class Memory:
             if src is None or src.start_line is None:
                 continue
             first, last = src.start_line, src.end_line or src.start_line
-            if any(first <= a and b <= last for a, b in spans.get((*who, src.path), [])):
-                out.add(r.id)
+            for at in spans.get((*who, src.path), []):
+                a, b = at.start_line or 0, at.end_line or at.start_line or 0
+                if first <= a and b <= last:
+                    out.add(r.id)
+                    break
+                if a - RESTATED_WITHIN <= last and first <= b + RESTATED_WITHIN:
+                    near.setdefault(r.id, []).append(at.id)
+        # a fact keeps the words it was restated in (said_also): the restating turn, a line
+        # or two off the fact's own, said the retired value too
+        ids = sorted({i for r, found in near.items() if r not in out for i in found})
+        wordings = {f.id: wordings_of(f) for f in self.store.get_many(ids)} if ids else {}
+        for rid, found in near.items():
+            if rid not in out and any(
+                said[rid] == content_hash(w) for i in found for w in wordings.get(i, ())
+            ):
+                out.add(rid)
         return out
 
     def search_combined(
