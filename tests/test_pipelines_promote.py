@@ -448,6 +448,25 @@ def test_a_line_from_an_old_diary_excerpt_leaves_once_a_newer_fact_says_otherwis
     assert f"- {old}" not in block_of((root / "MEMORY.md").read_text())
 
 
+def test_a_line_that_names_a_replaced_value_in_passing_leaves(
+    mem: Memory, loose: Settings, clock: FixedClock
+) -> None:
+    """The line is about a query, not the warehouse, but it names the warehouse BigQuery:
+    once "Our analytics warehouse is BigQuery" is superseded by Snowflake, it is out of
+    date (which lines name a value in passing: tests/test_supersede.py)."""
+    line = "The weekly revenue query scans the events table in the BigQuery warehouse."
+    root = promoted_diary_line(mem, loose, line, "weekly revenue query", "revenue query scan")
+    clock.now += timedelta(days=1)
+    mem.add("Our analytics warehouse is BigQuery.", user_id="default", agent_id="alpha", infer=True)  # fmt: skip
+    assert run_pipeline(mem, "promote").status == "ok"
+    assert block_of((root / "MEMORY.md").read_text()) == [f"- {line}"]  # still true
+    clock.now += timedelta(days=1)
+    mem.add("Analytics moved from BigQuery to Snowflake.", user_id="default", agent_id="alpha", infer=True)  # fmt: skip
+    run = run_pipeline(mem, "promote")
+    assert any("a newer fact says 'Analytics moved from BigQuery to Snowflake" in n for n in run.notes), run.notes  # fmt: skip
+    assert f"- {line}" not in block_of((root / "MEMORY.md").read_text())
+
+
 def test_a_line_leaves_once_a_later_diary_day_or_turn_says_otherwise(
     mem: Memory, loose: Settings, clock: FixedClock
 ) -> None:

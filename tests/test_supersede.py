@@ -14,7 +14,7 @@ import pytest
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.extract import Known, NewFact, ThresholdReconciler
-from memoryd.extract.claims import Verdict, compare
+from memoryd.extract.claims import Verdict, compare, replaced_value_named
 from memoryd.models import Event, Filters, Origin, State
 from memoryd.settings import ExtractSettings, Settings
 from tests.fake_llm import FakeLLM
@@ -79,6 +79,22 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("Chidi took over the ingestion pipelines this week.", "Kenji owns the billing service.")[0] == Verdict.DISTINCT  # fmt: skip
     # days are values of a schedule
     assert compare("Production deploys now happen on Tuesday afternoons.", "Production deploys happen on Wednesday afternoons only.")[0] == Verdict.SUPERSEDES  # fmt: skip
+
+
+def test_a_value_named_in_passing_is_out_of_date_once_replaced() -> None:
+    """Promotion's check for a line that is about something else but names a replaced
+    value: it must share what the value is of, be about the same environment, and not
+    name the new value (the change itself)."""
+    old, new = "Our analytics warehouse is BigQuery.", "Analytics moved from BigQuery to Snowflake."
+    query = "The weekly revenue query scans the events table in the BigQuery warehouse."
+    assert replaced_value_named(query, old, new) == "bigquery"
+    assert replaced_value_named("The warehouse moved from BigQuery to Snowflake.", old, new) is None  # fmt: skip
+    assert (
+        replaced_value_named("The BigQuery export job failed.", old, new) is None
+    )  # no "warehouse"
+    port, moved = "The staging database is on port 5432.", "Staging moved to port 6432."
+    assert replaced_value_named("The staging database backups connect on port 5432.", port, moved) == "5432"  # fmt: skip
+    assert replaced_value_named("The production database uses port 5432 too.", port, moved) is None  # fmt: skip
 
 
 SERVICES = ["search", "ingest", "billing", "auth", "gateway"]

@@ -374,6 +374,27 @@ def claims_unlike(x: Claim, y: Claim) -> str | None:
     return None
 
 
+def replaced_value_named(text: str, old: str, new: str) -> str | None:
+    """The value of ``old`` that ``new`` replaced and ``text`` still names in passing, or
+    None ("The weekly revenue query scans the events table in the BigQuery warehouse"
+    after "Our analytics warehouse is BigQuery" became "... Snowflake").
+
+    ``text`` must share a word other than the value with ``old`` (what the value is of),
+    be about the same environment, attribute and id as ``old``, and not name ``new``'s
+    value too ("Analytics moved from BigQuery to Snowflake" is the change itself)."""
+    t, o, n = claim(text), claim(old), claim(new)
+    if claims_unlike(t, o) is not None:
+        return None
+    gone = (o.slot | o.values) - (n.words | n.values)
+    came = (n.slot | n.values) - (o.words | o.values) - n.old
+    said = t.words | t.values | t.old
+    named = said & gone
+    anchors = (t.words | t.attributes) & (o.words | o.attributes) - gone
+    if not named or not anchors or said & came:
+        return None
+    return sorted(named)[0]
+
+
 def content(text: str) -> set[str]:
     """The words of ``text`` that carry meaning, normalised as :func:`claim` does them."""
     words = (_norm(t) for t in _RAW.findall(_ACK_PREFIX.sub("", text)))

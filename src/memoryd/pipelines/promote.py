@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memoryd.extract.claims import says_otherwise
+from memoryd.extract.claims import replaced_value_named, says_otherwise
 from memoryd.extract.noise import is_bare_table, is_chitchat
 from memoryd.extract.tasks import is_closed, is_task, wants_doing
 from memoryd.models import Filters, MemoryRecord, Origin, State
@@ -336,6 +336,7 @@ def why_not_current(record: MemoryRecord | None, now: datetime, picked: str | No
 
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
 NEWER_CANDIDATES = 30  # current memories compared with a line for a newer value
+REPLACED_CANDIDATES = 10  # superseded facts compared with a line for a value it names
 RETIRED_EXCERPT = "a fact taken from its diary lines was superseded"
 
 
@@ -395,6 +396,29 @@ def newer_value(ctx: PipelineContext, agent: str, text: str, since: datetime) ->
     for hit, vector in zip(newer, vectors[1:], strict=True):
         if says_otherwise(hit.text, text, float(vector @ vectors[0]), floor):
             return hit.text
+    return replaced_value(ctx, agent, text)
+
+
+def replaced_value(ctx: PipelineContext, agent: str, text: str) -> str:
+    """The fact that replaced a value ``text`` names in passing, or ''
+    (:func:`~memoryd.extract.claims.replaced_value_named`): "the events table in the
+    BigQuery warehouse" is out of date once the warehouse is Snowflake, though the line
+    is about a query, not about the warehouse."""
+    hits = ctx.memory.search(
+        text,
+        user_id=ctx.user_id,
+        agent_id=agent,
+        top_k=REPLACED_CANDIDATES,
+        filters=Filters(origins=[Origin.API, Origin.FACT], states=[State.SUPERSEDED]),
+        time_decay=False,
+        record_recall=False,
+    )
+    ids = sorted({h.record.superseded_by for h in hits if h.record.superseded_by})
+    by = {r.id: r for r in ctx.memory.store.get_many(ids)} if ids else {}
+    for hit in hits:
+        new = by.get(hit.record.superseded_by or "")
+        if new is not None and replaced_value_named(text, hit.text, new.text):
+            return new.text
     return ""
 
 
