@@ -77,6 +77,9 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("The build timeout is 60 minutes.", "The build takes at most 20 minutes.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Chidi took over the ingestion pipelines this week.", "Kenji owns the ingestion pipelines.")[0] == Verdict.SUPERSEDES  # fmt: skip
     assert compare("Chidi took over the ingestion pipelines this week.", "Kenji owns the billing service.")[0] == Verdict.DISTINCT  # fmt: skip
+    # "ask X about Y" names who owns Y; a head noun ("pipelines") does not make another subject
+    assert compare("Chidi took over the ingestion pipelines this week.", "Ask Leo about ingestion from now on, not Kenji.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Chidi owns the billing service.", "Ask Leo about ingestion.")[0] == Verdict.DISTINCT  # fmt: skip
     # days are values of a schedule
     assert compare("Production deploys now happen on Tuesday afternoons.", "Production deploys happen on Wednesday afternoons only.")[0] == Verdict.SUPERSEDES  # fmt: skip
 

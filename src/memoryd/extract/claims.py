@@ -180,6 +180,8 @@ _NOT_OLD = re.compile(r"(?:,\s*(?:and\s+|but\s+)?not|\brather than)\s+([^,.;:!?]
 _PHRASES = (
     (re.compile(r"\b(?:took|takes|take|taken|taking) over\b", re.IGNORECASE), "owns now"),
     (re.compile(r"\b(?:at most|no more than|at the most)\b", re.IGNORECASE), "limit"),
+    # "Ask Leo about ingestion": Leo is who owns it
+    (re.compile(r"\b(?i:ask|ping|contact)\s+([A-Z]\w+)\s+(?i:about|for)\b"), r"\1 owns"),
 )
 
 
@@ -272,9 +274,14 @@ def _kinds(values: set[str]) -> set[str]:
     )
 
 
+#: Head nouns a subject is named with or without ("ingestion" / "the ingestion pipelines").
+_HEADS = frozenset(["service", "pipeline", "system", "app", "application", "job", "server"])
+
+
 def _drop_kinds(a: set[str], b: set[str]) -> tuple[set[str], set[str]]:
-    """Words of one side that the other names by kind ("database" / "postgresql")."""
-    a, b = set(a), set(b)
+    """Words of one side that the other names by kind ("database" / "postgresql"), and
+    head nouns said by one side only."""
+    a, b = a - _HEADS, b - _HEADS
     for kind, names in _KINDS.items():
         if kind in a and b & names:
             a.discard(kind)
