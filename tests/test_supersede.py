@@ -80,6 +80,8 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     # "ask X about Y" names who owns Y; a head noun ("pipelines") does not make another subject
     assert compare("Chidi took over the ingestion pipelines this week.", "Ask Leo about ingestion from now on, not Kenji.")[0] == Verdict.SUPERSEDES  # fmt: skip
     assert compare("Chidi owns the billing service.", "Ask Leo about ingestion.")[0] == Verdict.DISTINCT  # fmt: skip
+    # a preamble before a colon introduces the fact
+    assert compare("We finished the migration: the analytics warehouse is Redshift now.", "Our analytics warehouse is BigQuery.")[0] == Verdict.SUPERSEDES  # fmt: skip
     # days are values of a schedule
     assert compare("Production deploys now happen on Tuesday afternoons.", "Production deploys happen on Wednesday afternoons only.")[0] == Verdict.SUPERSEDES  # fmt: skip
 
@@ -349,3 +351,21 @@ def test_a_short_term_copy_of_the_old_value_is_superseded_too(memory: Memory, cl
     assert memory.get(elsewhere.id).state == State.ACTIVE  # type: ignore[arg-type, union-attr]
     hits = memory.search("staging database port", user_id="u", agent_id="ops")
     assert "6432" in hits[0].text, [h.text for h in hits]
+
+
+def test_a_change_far_in_meaning_supersedes_when_it_names_the_same_attribute(
+    memory: Memory, clock
+) -> None:  # type: ignore[no-untyped-def]
+    """ "Chidi took over the ingestion pipelines" is 0.29 alike to "Ask Leo about ingestion
+    from now on, not Kenji." and 0.36 to "Got it, Leo owns ingestion.": the memories that
+    share its words are compared too, and superseded when both name the owner. One of
+    another subject stays, however many words it shares."""
+    said = ["Ask Leo about ingestion from now on, not Kenji.", "Got it, Leo owns ingestion."]
+    old = [memory.add(t, user_id="u", agent_id="ops", infer=True)[0] for t in said]
+    other = memory.add("Leo owns the billing pipelines.", user_id="u", agent_id="ops", infer=True)[0]  # fmt: skip
+    clock.advance(days=2)
+    new = memory.add("Chidi took over the ingestion pipelines this week.", user_id="u", agent_id="ops", infer=True)  # fmt: skip
+    assert [e.event for e in new] == [Event.UPDATE], new
+    for m in old:
+        assert memory.get(m.id).state == State.SUPERSEDED  # type: ignore[union-attr]
+    assert memory.get(other.id).state == State.ACTIVE  # type: ignore[union-attr]

@@ -540,9 +540,7 @@ class Memory:
                 if same:  # already stored verbatim: no need to ask anyone
                     events[n] = MemoryEvent(id=same[0].id, memory=fact, event=Event.NONE)
                     continue
-                hits = self.store.vector_search(
-                    vector, scope, self.settings.extract.candidates_per_fact
-                )
+                hits = self._candidates(fact, vector, scope)
                 found = {r.id: r for r in self.store.get_many([i for i, _ in hits])}
                 similar = [
                     (Known(k, mid, found[mid].text, wordings_of(found[mid])), score)
@@ -759,6 +757,26 @@ class Memory:
         found = self.store.locate(scope, [r.hash for r in stale if r.hash], [])
         ids = [at.id for at in found if at.agent_id == first.agent_id and at.id not in known]
         return self.store.get_many(ids) if ids else []
+
+    def _candidates(
+        self, fact: str, vector: np.ndarray, scope: Filters
+    ) -> builtins.list[tuple[str, float]]:
+        """The memories a new fact is compared with: the closest in meaning, then those
+        that share its words (a change said in other words), each with its cosine."""
+        s = self.settings.extract
+        hits = self.store.vector_search(vector, scope, s.candidates_per_fact)
+        if s.keyword_candidates <= 0:
+            return hits
+        seen = {i for i, _ in hits}
+        more = [
+            i
+            for i, _ in self.store.keyword_search(fact, scope, s.keyword_candidates)
+            if i not in seen
+        ]
+        if more:
+            scores = self.store.vector_scores(vector, more)
+            hits += [(i, scores.get(i, 0.0)) for i in more]
+        return hits
 
     def _said_alongside(
         self, old: MemoryRecord, new_text: str, known: set[str]

@@ -279,6 +279,13 @@ class ExtractSettings(BaseModel):
     supersede_similarity: float = 0.5  # memories at least this similar are compared (the
     # labelled changes of tests/data/supersede_pairs.json are 0.57 and up)
     none_similarity: float = 0.95  # at or above, a rewording with no new value: NONE
+    # a change said in other words can be far from the old fact in meaning ("Chidi took
+    # over the ingestion pipelines" / "Ask Leo about ingestion": cosine 0.29): the memories
+    # sharing its words are compared too, and one below supersede_similarity is superseded
+    # only when both name one attribute (owner, port, ...) or the fact names its value as
+    # the one replaced
+    keyword_candidates: int = 5
+    linked_similarity: float = 0.2
     # an extracted fact given no category is classed personal / tasks / agents / system by
     # word rules (seed 003; extract/classify.py), which sets how long it lives (decay)
     classify: bool = True

@@ -185,9 +185,19 @@ _PHRASES = (
 )
 
 
+#: "We finished the migration: the warehouse is Redshift now": what comes before the colon
+#: introduces the fact (no digits: "10:30" is a time)
+_PREAMBLE = re.compile(r"^[^:\d]{1,60}:\s+(?=\S)")
+_VERBS = _RELATION | _MULTI | _CHANGE | _INVERSE
+
+
 def _plain(text: str) -> str:
-    """``text`` without an acknowledgement in front and with phrases named by one word."""
+    """``text`` without an acknowledgement or a preamble in front, and with phrases named
+    by one word."""
     text = _ACK_PREFIX.sub("", text)
+    intro = _PREAMBLE.match(text)
+    if intro and any(t.casefold() in _VERBS for t in _RAW.findall(text[intro.end() :])):
+        text = text[intro.end() :]
     for pattern, word in _PHRASES:
         text = pattern.sub(word, text)
     return text
@@ -379,6 +389,15 @@ def claims_unlike(x: Claim, y: Claim) -> str | None:
     if x.values and y.values and not _kinds(x.values) & _kinds(y.values):
         return "values of another kind"
     return None
+
+
+def linked(new: str, old: str) -> bool:
+    """``new`` and ``old`` name one attribute ("owns" / "took over": the owner), or ``new``
+    names a value of ``old`` as the one it replaces ("..., not Kenji")."""
+    n, o = claim(new), claim(old)
+    return bool(n.attributes & o.attributes) or bool(
+        n.old and n.old <= (o.words | o.values | o.attributes)
+    )
 
 
 def replaced_value_named(text: str, old: str, new: str) -> str | None:

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memoryd.extract.ask import InvalidAnswer, ask_json
-from memoryd.extract.claims import Verdict, compare
+from memoryd.extract.claims import Verdict, compare, linked
 from memoryd.extract.prompts import RECONCILE_PROMPT
 from memoryd.llm import LLM, ChatMessage
 from memoryd.models import Event
@@ -151,11 +151,15 @@ class ThresholdReconciler:
         s = self.settings
         newer: list[tuple[Known, str]] = []
         for known, sim in fact.similar:
-            if sim < s.supersede_similarity:
+            close = sim >= s.supersede_similarity
+            if not close and sim < s.linked_similarity:
                 continue
             verdicts = [
                 compare(fact.text, said, sim, s.none_similarity)
                 for said in (known.text, *known.wordings)
+                # far in meaning: only a change of an attribute both name, or of the value
+                # the fact names as replaced
+                if close or linked(fact.text, said)
             ]
             for verdict, why in verdicts:
                 if verdict == Verdict.SAME:
