@@ -45,7 +45,6 @@ from memoryd.models import (
     MemoryEvent,
     MemoryRecord,
     Origin,
-    RankFacts,
     SearchHit,
     Source,
     State,
@@ -1187,7 +1186,9 @@ class Memory:
                 if len(found) == wanted:
                     break
         if reorder and len(found) > 1:
-            retired = self._retired_turns(found[: s.newer_first_window], facts)
+            # the turns among the first hits that say what a since superseded fact says
+            head = found[: s.newer_first_window]
+            retired = self.says_superseded([h.record for h in head if facts[h.id].turn is not None])
             found = newer_first(
                 found,
                 [Evidence(facts[h.id].when, facts[h.id].asks, h.id in retired) for h in found],
@@ -1200,13 +1201,6 @@ class Memory:
                 window=s.newer_first_window,
             )
         return found[:top_k]
-
-    def _retired_turns(
-        self, hits: builtins.list[SearchHit], facts: dict[str, RankFacts]
-    ) -> set[str]:
-        """The hits that are turns saying what a since superseded fact says
-        (:meth:`says_superseded`)."""
-        return self.says_superseded([h.record for h in hits if facts[h.id].turn is not None])
 
     def says_superseded(self, records: Sequence[MemoryRecord]) -> set[str]:
         """The ids of ``records`` (turns: a diary's lines, a conversation's messages) that

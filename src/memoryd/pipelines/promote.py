@@ -340,6 +340,21 @@ REPLACED_CANDIDATES = 10  # superseded facts compared with a line for a value it
 RETIRED_EXCERPT = "a fact taken from its diary lines was superseded"
 
 
+def _retired_excerpts(ctx: PipelineContext, records: dict[str, MemoryRecord]) -> set[str]:
+    """The diary excerpts among ``records`` whose fact was since superseded."""
+    return ctx.memory.says_superseded([r for r in records.values() if r.origin == Origin.CHUNK])
+
+
+def _why_gone(
+    record: MemoryRecord | None, now: datetime, picked: str | None, retired: set[str]
+) -> str:
+    """:func:`why_not_current`, or :data:`RETIRED_EXCERPT` for an excerpt in ``retired``."""
+    why = why_not_current(record, now, picked)
+    if not why and record is not None and record.id in retired:
+        return RETIRED_EXCERPT
+    return why
+
+
 def said_at(record: MemoryRecord) -> datetime:
     """When what a memory says was said: a diary excerpt's day (the start of it), else
     when the fact became true."""
@@ -474,7 +489,7 @@ def _stale_lines(
     records = {r.id: r for r in ctx.memory.store.get_many(ids)}
     # a diary excerpt is evidence and never superseded itself; a fact taken from its
     # lines (or saying what it says) may be
-    retired = ctx.memory.says_superseded([r for r in records.values() if r.origin == Origin.CHUNK])
+    retired = _retired_excerpts(ctx, records)
     kept: list[str] = []
     stale: list[tuple[str, str]] = []
     for text in lines:
@@ -486,9 +501,7 @@ def _stale_lines(
         picked = entry.get("text")
         if record is not None and record.origin == Origin.CHUNK:
             picked = None  # a distilled excerpt: its chunk's text is not the line
-        why = why_not_current(record, now, picked if isinstance(picked, str) else None)
-        if not why and record is not None and record.id in retired:
-            why = RETIRED_EXCERPT
+        why = _why_gone(record, now, picked if isinstance(picked, str) else None, retired)
         why = why or not_promotable(text) or ""
         if not why and record is not None:
             newer = newer_value(ctx, agent, text, said_at(record))
@@ -506,13 +519,11 @@ def _rechecked(
     """The candidates that still hold, read again from the store (and diary) just now."""
     now = ctx.now()
     records = {r.id: r for r in ctx.memory.store.get_many([c.memory_id for c in fresh])}
-    retired = ctx.memory.says_superseded([r for r in records.values() if r.origin == Origin.CHUNK])
+    retired = _retired_excerpts(ctx, records)
     out = []
     for c in fresh:
         record = records.get(c.memory_id)
-        why = why_not_current(record, now, c.picked or None)
-        if not why and record is not None and record.id in retired:
-            why = RETIRED_EXCERPT
+        why = _why_gone(record, now, c.picked or None, retired)
         if not why and record is not None and not _still_there(ctx, ws, record, c.text):
             why = "its diary lines changed"
         if why:
