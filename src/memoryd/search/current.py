@@ -69,7 +69,8 @@ class Evidence:
 
     when: float  # epoch seconds of when it was said (event_at, else created_at)
     asks: bool = False  # a question
-    # a turn that said a fact since superseded (the fact store retired what it says)
+    # a turn that says what a fact since superseded says: the fact was taken from its
+    # lines, says it word for word, or keeps it as another wording (Memory.says_superseded)
     retired: bool = False
 
 
