@@ -56,6 +56,9 @@ def test_instructions_and_preferences_are_recognised(text: str, expected: bool) 
         ("Which test framework should the new tests use?", True),
         ("What database does the user favour?", True),
         ("What does the user want in the logs?", True),
+        ("How long should the functions in this module be?", True),
+        ("How much detail should the commit messages have?", True),
+        ("How long did Caroline stay in Paris?", False),
         ("When did Ana adopt the puppy?", False),
         ("What did Caroline research?", False),
         ("How do Jon and Gina both like to destress?", False),
@@ -111,3 +114,28 @@ def test_a_how_question_lifts_instructions_by_the_directive_boost(memory: Memory
             assert h.parts.directs is None
     other = memory.search("Why is the deploy script slow?", user_id="u", top_k=10)
     assert other and all(h.parts.directs is None for h in other)
+
+
+def test_a_how_question_finds_a_preference_said_in_other_words(memory: Memory) -> None:
+    """A preference shares no word with the question it answers ("How should I represent
+    the parsed records?" / "I'd rather have dataclasses ..."): its fused relevance is its
+    meaning x the vector weight. For a how-question it passes the relevance floor on its
+    meaning alone, as in a vector-only search; for another question the floor holds."""
+    preference = "I'd rather have dataclasses than dicts flying around."
+    memory.add(
+        messages=[{"role": "user", "name": "Dana", "content": preference}],
+        user_id="u",
+        metadata={"session": "s1"},
+    )
+    query = "How should I represent the parsed records?"
+    meant = memory.search(query, user_id="u", mode="vector", min_score=0, time_decay=False)
+    meaning = meant[0].parts.vector
+    floor = 0.8 * meaning  # above what fusion leaves of it (0.6 x), below its meaning
+    hits = memory.search(query, user_id="u", min_score=floor, time_decay=False)
+    assert [h.text for h in hits] == [preference]
+    assert hits[0].parts.keyword == 0.0 and hits[0].parts.fused < floor <= hits[0].parts.vector
+    # not a how-question: the relevance floor is the fused score's
+    statement = "The parsed records are represented somehow."
+    other = memory.search(statement, user_id="u", mode="vector", min_score=0, time_decay=False)
+    floor = 0.8 * other[0].parts.vector
+    assert memory.search(statement, user_id="u", min_score=floor, time_decay=False) == []

@@ -57,8 +57,10 @@ def test_turns_lifted_past_the_top_keep_their_order() -> None:
         directive_turn_boost=0.3,
         long_turn_meaning_floor=0.0,
     )
-    request = Candidate("request", vector=0.9, keyword=1.0, fused=0.95)
-    reply = Candidate("reply", vector=0.5, keyword=0.5, fused=0.5)
+    # matched by meaning alone: a how-question takes the keyword part of a turn that is
+    # not a directive (topic_cut), which is not what this test is about
+    request = Candidate("request", vector=0.95, keyword=0.0, fused=0.95)
+    reply = Candidate("reply", vector=0.5, keyword=0.0, fused=0.5)
     preference = Candidate("preference", vector=0.9, keyword=0.9, fused=0.93)
     known = {
         "request": RankFacts(when=0.0, turn=("chat", 1), words=6),  # its reply lifts it 0.05
@@ -69,3 +71,41 @@ def test_turns_lifted_past_the_top_keep_their_order() -> None:
     out = rerank(pool, known, s, how_wanted=True)
     assert [t[3].id for t in out] == ["preference", "request", "reply"]
     assert out[0][0] == 1.0 and out[1][0] == 1.0  # scores stay within [0, 1]
+
+
+def test_a_how_question_ranks_turns_that_are_not_directives_by_meaning_alone() -> None:
+    """A question about how the user wants something done names a topic the work shares
+    word for word ("validation"): there, a turn that is not an instruction or preference
+    loses its keyword part, long or short, and the preference said in other words comes
+    first; any other question leaves both as fused."""
+    s = SearchSettings(
+        vector_weight=0.6,
+        keyword_weight=0.4,
+        neighbour_boost=0.0,
+        short_turn_penalty=0.0,
+        question_turn_penalty=0.0,
+        long_turn_meaning_floor=0.25,
+        directive_turn_boost=0.15,
+    )
+    window = Candidate("window", vector=0.24, keyword=0.9, fused=0.6 * 0.24 + 0.4 * 0.9)
+    request = Candidate("request", vector=0.05, keyword=1.0, fused=0.6 * 0.05 + 0.4 * 1.0)
+    liked = Candidate("liked", vector=0.3, keyword=0.2, fused=0.6 * 0.3 + 0.4 * 0.2)
+    known = {
+        "window": RankFacts(when=0.0, turn=("chat", 2), words=180),  # an explanation
+        "request": RankFacts(when=0.0, turn=("chat", 5), words=9),  # "next: add validation"
+        "liked": RankFacts(when=0.0, turn=("chat", 9), words=10, directs=True),
+    }
+    pool = [(c.fused, n, None, c) for n, c in enumerate([window, request, liked])]
+    out = {t[3].id: t for t in rerank(pool, known, s, how_wanted=True)}
+    assert out["window"][3].extra["meaning"] == pytest.approx(-0.4 * 0.9)
+    assert out["window"][0] == pytest.approx(0.6 * 0.24)
+    assert out["request"][0] == pytest.approx(0.6 * 0.05)
+    assert "meaning" not in out["liked"][3].extra
+    assert out["liked"][0] == pytest.approx(liked.fused + 0.15)
+    assert rerank(pool, known, s, how_wanted=True)[0][3].id == "liked"
+    # another question: the window keeps its keywords (it has meaning enough for the floor
+    # but for 0.01), the short request keeps all of its score
+    other = {t[3].id: t for t in rerank(pool, known, s)}
+    assert other["request"][0] == pytest.approx(request.fused)
+    assert other["window"][0] == pytest.approx(window.fused - 0.4 * 0.9 * (1 - 0.24 / 0.25))
+    assert rerank(pool, known, s)[0][3].id == "window"

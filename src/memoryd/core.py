@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import math
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -1050,8 +1051,9 @@ class Memory:
         decay (``search.time_decay`` unless ``time_decay`` says otherwise) the score
         blends relevance with recency and ``original_score`` keeps the relevance.
         ``min_score`` is compared with the relevance, so a fresh but unrelated memory
-        cannot pass on recency alone. Each hit carries its ``memory_type``.
-        ``include_archived`` adds memories archived by TTL decay to the active ones.
+        cannot pass on recency alone; for a question asking how the user wants something
+        done, a memory whose meaning (vector score) alone reaches it passes too. Each hit
+        carries its ``memory_type``. ``include_archived`` adds memories archived by TTL decay to the active ones.
         Superseded facts (a newer fact on the same subject replaced them) are left out
         unless ``include_superseded``; ``as_of`` searches what was true at that time:
         current and superseded facts whose ``valid_from`` .. ``valid_until`` holds it.
@@ -1096,7 +1098,16 @@ class Memory:
                 self.store, query, qvec, scope, n, s, mode, None if side is None else side.result()
             )
             candidates = merge(candidates, these) if candidates else these
-        candidates = sorted((c for c in candidates if c.fused >= threshold), key=lambda c: -c.fused)
+        # a question about how the user wants something is answered by a preference said in
+        # other words ("How should I represent the records?" / "I'd rather have dataclasses"):
+        # there, a candidate whose meaning alone reaches the threshold passes too, as in a
+        # vector-only search (agentchat, issue 35)
+        how_wanted = asks_how_wanted(query)
+        meant = threshold if how_wanted and s.vector_weight > 0 else math.inf
+        candidates = sorted(
+            (c for c in candidates if c.fused >= threshold or c.vector >= meant),
+            key=lambda c: -c.fused,
+        )
         boost = s.entity_boost if mode == "hybrid" else 0.0
         found = self._rank(
             candidates,
@@ -1106,7 +1117,7 @@ class Memory:
             decay,
             turns_first=mode == "hybrid" and turn_rank.active(s),
             when_question=asks_when(query),
-            how_wanted=asks_how_wanted(query),
+            how_wanted=how_wanted,
             as_of=as_of,
             query=query,
         )

@@ -206,7 +206,9 @@ class ScoreParts(BaseModel):
     when: float | None = None  # boost for a turn stating a time, when the query asks when
     # boost for an instruction or preference, when the query asks how the user wants things
     directs: float | None = None
-    # what a long turn's keyword match loses for sharing words but little meaning (<= 0)
+    # what a turn's keyword match loses (<= 0): a long turn's for sharing words but little
+    # meaning; for a question asking how the user wants something, all of it for a turn
+    # that is not an instruction or preference (memoryd.search.turns.topic_cut)
     meaning: float | None = None
     rerank: float | None = None
 

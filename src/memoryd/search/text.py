@@ -214,10 +214,11 @@ _DIRECTS = re.compile(
     r"|to (?:hear|see|check|know|meet|read|try|catch|visit|join|go))\b))"
 )
 #: a question about how the user wants something done or what they would choose
-#: ("How should I format my answers?", "Can I push straight to main?", "Which database
-#: would the user pick?", "What does the user prefer?")
+#: ("How should I format my answers?", "How long should the functions be?", "Can I push
+#: straight to main?", "Which database would the user pick?", "What does the user prefer?")
 _ASKS_HOW_WANTED = re.compile(
-    r"(?i:(?:^|[.!?]\s+)\W*(?:how (?:should|must|would)|should|can (?:i|we)|may (?:i|we)"
+    r"(?i:(?:^|[.!?]\s+)\W*(?:how(?: [\w-]+){0,2} (?:should|must)|how would|should"
+    r"|can (?:i|we)|may (?:i|we)"
     r"|what (?:must|should)|is [\w.]+(?: \w+){0,3} (?:fine|ok|okay|allowed))\b"
     r"|\b(?:which|what) [\w-]+(?: [\w-]+){0,3} should\b"
     r"|\b(?:the user|they) (?:wants?|prefers?|likes?|favou?rs?|expects?|pick|choose|think)\b"

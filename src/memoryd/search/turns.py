@@ -30,7 +30,10 @@ record is read):
   counts only in proportion to min(1, vector / floor);
 * **how the user wants it** (``search.directive_turn_boost``): a query asking how the
   user wants something done or what they would pick ("Should I use pandas here?") lifts
-  the turns that are instructions or preferences;
+  the turns that are instructions or preferences, and every other turn loses its keyword
+  score (:func:`topic_cut`): the query's words name the topic, which the work around it
+  shares ("validation", "functions", "logs"), while the preference that answers it is in
+  other words;
 * **a time for a when-question** (``search.when_turn_boost``): a query that asks
   when something happened ("When did Caroline go to the support group?") lifts the
   turns that state a time ("I went yesterday", "last May", "in 2022"): the answer
@@ -137,6 +140,18 @@ def meaning_cut(c: Candidate, words: int, settings: SearchSettings) -> float:
     return -round(wk * lost / ((wv + wk) or 1.0), 6)
 
 
+def topic_cut(c: Candidate, settings: SearchSettings) -> float:
+    """What a turn that is neither an instruction nor a preference loses (<= 0) when the
+    query asks how the user wants something done: its keyword part of the fused score.
+    Such a query names a topic ("How should I structure the validation logic?") that the
+    work around it shares word for word; the answer says what the user wants in other words
+    ("I like guard clauses and early returns"), so there a turn ranks by meaning alone."""
+    if settings.directive_turn_boost <= 0 or settings.fusion == "rrf":
+        return 0.0
+    wv, wk = settings.vector_weight, settings.keyword_weight
+    return -round(wk * c.keyword / ((wv + wk) or 1.0), 6)
+
+
 def rerank(
     pool: list[Ranked],
     known: dict[str, RankFacts],
@@ -173,7 +188,10 @@ def rerank(
                 update["when"] = settings.when_turn_boost
             if how_wanted and f.directs and settings.directive_turn_boost > 0:
                 update["directs"] = settings.directive_turn_boost
-            cut = meaning_cut(c, f.words, settings)
+            if how_wanted and not f.directs:
+                cut = topic_cut(c, settings)
+            else:
+                cut = meaning_cut(c, f.words, settings)
             if cut < 0:
                 update["meaning"] = cut
             if update:
