@@ -59,6 +59,8 @@ def test_instructions_and_preferences_are_recognised(text: str, expected: bool) 
         ("How long should the functions in this module be?", True),
         ("How much detail should the commit messages have?", True),
         ("How long did Caroline stay in Paris?", False),
+        ("Can we assume, based on the conversation, that Akib likes to read?", False),
+        ("What did Sam suggest Evan should do with his keys?", False),
         ("When did Ana adopt the puppy?", False),
         ("What did Caroline research?", False),
         ("How do Jon and Gina both like to destress?", False),

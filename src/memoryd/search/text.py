@@ -215,12 +215,14 @@ _DIRECTS = re.compile(
 )
 #: a question about how the user wants something done or what they would choose
 #: ("How should I format my answers?", "How long should the functions be?", "Can I push
-#: straight to main?", "Which database would the user pick?", "What does the user prefer?")
+#: straight to main?", "Which database would the user pick?", "What does the user prefer?");
+#: not one asking for an inference ("Can we assume that ...?") or about what someone did
+#: ("What did Sam suggest Evan should do?")
 _ASKS_HOW_WANTED = re.compile(
     r"(?i:(?:^|[.!?]\s+)\W*(?:how(?: [\w-]+){0,2} (?:should|must)|how would|should"
-    r"|can (?:i|we)|may (?:i|we)"
+    r"|can (?:i|we)(?! (?:assume|say|infer|conclude|tell|guess)\b)|may (?:i|we)"
     r"|what (?:must|should)|is [\w.]+(?: \w+){0,3} (?:fine|ok|okay|allowed))\b"
-    r"|\b(?:which|what) [\w-]+(?: [\w-]+){0,3} should\b"
+    r"|\b(?:which|what) (?!(?:did|does|do|was|were|has|had)\b)[\w-]+(?: [\w-]+){0,3} should\b"
     r"|\b(?:the user|they) (?:wants?|prefers?|likes?|favou?rs?|expects?|pick|choose|think)\b"
     r"|\b(?:does|would|should) the user\b|\bfor (?:this|the) user\b)"
 )
