@@ -82,6 +82,11 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("Chidi owns the billing service.", "Ask Leo about ingestion.")[0] == Verdict.DISTINCT  # fmt: skip
     # a preamble before a colon introduces the fact
     assert compare("We finished the migration: the analytics warehouse is Redshift now.", "Our analytics warehouse is BigQuery.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    # a role after "is" makes the name before it the value, as "owns" does
+    assert compare("Understood, Ravi is now the platform on-call engineer.", "Omar is on call this week for the platform team.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("On-call handover: Ravi takes over the platform pager from today.", "Omar is on call this week for the platform team.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Mei is on call for the data team.", "Omar is on call this week for the platform team.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("Chidi owns the ingestion pipelines now.", "Kenji is the ingestion pipeline owner.")[0] == Verdict.SUPERSEDES  # fmt: skip
     # days are values of a schedule
     assert compare("Production deploys now happen on Tuesday afternoons.", "Production deploys happen on Wednesday afternoons only.")[0] == Verdict.SUPERSEDES  # fmt: skip
 

@@ -66,6 +66,9 @@ _MULTI = frozenset(
     """uses use using prefers prefer preferred likes like loves love enjoys enjoy hates
     hate supports support includes include wants want""".split()  # noqa: SIM905
 )
+_BE = frozenset(["is", "was", "are"])
+#: Attributes a person holds: "X is the owner" names X as the value.
+_ROLES = frozenset(["owner", "manager", "lead", "on-call"])
 #: Relations whose value comes first ("Ravi owns the search service").
 _INVERSE = frozenset(["owns", "own", "maintains", "maintain", "leads", "lead", "manages", "manage"])
 #: Words that say an old value is being replaced ("now", "instead", "over", "not").
@@ -79,7 +82,8 @@ _ATTRIBUTES = frozenset(
     """port version owner manager lead timeout ttl limit replica broker node partition row
     connection memory size disk cpu region zone branch host hostname url address endpoint
     theme language editor font timezone schedule deadline budget price quota retention
-    interval threshold latency throughput rate password key token shard worker thread""".split()  # noqa: SIM905
+    interval threshold latency throughput rate password key token shard worker thread
+    on-call""".split()  # noqa: SIM905
 )
 _UNITS = frozenset(
     """second seconds sec secs s minute minutes min mins hour hours h day days week weeks
@@ -96,6 +100,7 @@ _SYNONYMS = {
     "config": "configuration",
     "svc": "service",
     "likes": "prefers",
+    "pager": "on-call",
 }
 #: Verbs that name their attribute ("is owned by Ravi" is about the owner).
 _VERB_ATTRIBUTE = {
@@ -180,6 +185,7 @@ _NOT_OLD = re.compile(r"(?:,\s*(?:and\s+|but\s+)?not|\brather than)\s+([^,.;:!?]
 _PHRASES = (
     (re.compile(r"\b(?:took|takes|take|taken|taking) over\b", re.IGNORECASE), "owns now"),
     (re.compile(r"\b(?:at most|no more than|at the most)\b", re.IGNORECASE), "limit"),
+    (re.compile(r"\bon[- ]call\b", re.IGNORECASE), "on-call"),
     # "Ask Leo about ingestion": Leo is who owns it
     (re.compile(r"\b(?i:ask|ping|contact)\s+([A-Z]\w+)\s+(?i:about|for)\b"), r"\1 owns"),
 )
@@ -230,6 +236,16 @@ def claim(text: str) -> Claim:
             c.changes = True
         if low in _VERB_ATTRIBUTE:
             c.attributes.add(_VERB_ATTRIBUTE[low])
+    # "Kenji is the ingestion pipeline owner", "Omar is on call": a name before "is" and a
+    # role after it; the role is the subject, who holds it the value (as in "Kenji owns ...")
+    if (
+        pivot == 1
+        and not inverse
+        and raw[1].casefold() in _BE
+        and raw[0][:1].isupper()
+        and any(_norm(t) in _ROLES for t in raw[2:])
+    ):
+        inverse = True
     # "We bumped the CI runners to 7 jobs": after a change verb the value starts at "to";
     # what comes between is the subject
     value_start = pivot + 1 if pivot is not None else len(raw)
@@ -285,7 +301,9 @@ def _kinds(values: set[str]) -> set[str]:
 
 
 #: Head nouns a subject is named with or without ("ingestion" / "the ingestion pipelines").
-_HEADS = frozenset(["service", "pipeline", "system", "app", "application", "job", "server"])
+_HEADS = frozenset(
+    ["service", "pipeline", "system", "app", "application", "job", "server", "engineer"]
+)
 
 
 def _drop_kinds(a: set[str], b: set[str]) -> tuple[set[str], set[str]]:
