@@ -1053,7 +1053,8 @@ class Memory:
         ``min_score`` is compared with the relevance, so a fresh but unrelated memory
         cannot pass on recency alone; for a question asking how the user wants something
         done, a memory whose meaning (vector score) alone reaches it passes too. Each hit
-        carries its ``memory_type``. ``include_archived`` adds memories archived by TTL decay to the active ones.
+        carries its ``memory_type``. ``include_archived`` adds memories archived by TTL
+        decay to the active ones.
         Superseded facts (a newer fact on the same subject replaced them) are left out
         unless ``include_superseded``; ``as_of`` searches what was true at that time:
         current and superseded facts whose ``valid_from`` .. ``valid_until`` holds it.

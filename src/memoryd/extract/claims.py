@@ -331,7 +331,7 @@ def compare(
     why = _another_subject(n, o)
     if why is not None:
         return Verdict.DISTINCT, why
-    replaced = bool(n.old) and n.old <= (o.words | o.values | o.attributes)
+    replaced = _replaces(n, o)
     only_new, only_old = _drop_kinds(n.words - o.words - n.old, o.words - n.words)
     new_values, old_values = n.values - o.values - n.old, o.values - n.values
     if only_new and only_old:
@@ -413,9 +413,12 @@ def linked(new: str, old: str) -> bool:
     """``new`` and ``old`` name one attribute ("owns" / "took over": the owner), or ``new``
     names a value of ``old`` as the one it replaces ("..., not Kenji")."""
     n, o = claim(new), claim(old)
-    return bool(n.attributes & o.attributes) or bool(
-        n.old and n.old <= (o.words | o.values | o.attributes)
-    )
+    return bool(n.attributes & o.attributes) or _replaces(n, o)
+
+
+def _replaces(n: Claim, o: Claim) -> bool:
+    """``n`` names a value ``o`` says as the one it replaces ("from X", "..., not X")."""
+    return bool(n.old) and n.old <= (o.words | o.values | o.attributes)
 
 
 def replaced_value_named(text: str, old: str, new: str) -> str | None:
