@@ -81,8 +81,11 @@ def _start(root: Path, run_id: str) -> subprocess.Popen[str]:
 def _finish(root: Path, run_id: str) -> tuple[dict[str, Any], float]:
     proc = _start(root, run_id)
     start = time.monotonic()  # from "ready": the decay run itself
-    out, errors = proc.communicate(timeout=120)
-    assert proc.returncode == 0, errors
+    # read through the same buffered file that read "ready": it may already hold the
+    # result line (communicate() reads the pipe underneath and would miss it)
+    assert proc.stdout is not None and proc.stderr is not None
+    out, errors = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, errors
     return json.loads(out.strip().splitlines()[-1]), time.monotonic() - start
 
 

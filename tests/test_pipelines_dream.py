@@ -391,6 +391,57 @@ def test_the_reply_that_restated_a_superseded_fact_is_retired_too(
     assert "48 hours" in files[0], files
 
 
+def test_a_change_puts_the_current_value_above_turns_that_said_the_old_one(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """Omar's on-call week is said three ways: outright, in a reply whose task ("I'll page
+    Omar if an alert fires") was closed and archived when it was done, and in passing ("I
+    paged Omar, the platform on-call, ..."). Ravi's handover shares no word with "who
+    should I page for an alert?", yet it is what a search for that shows first, on both
+    faces, with the old turns still found below it."""
+    from memoryd.workspace import resolve_workspace
+    from memoryd.workspace.indexer import index_workspace
+    from memoryd.workspace.search import memory_search
+
+    root = workspace(settings, "ops")
+    said = [
+        (
+            "2026-03-06",
+            "Omar is on call this week for the platform team.",
+            "Noted, Omar is the platform on-call; I'll page Omar if an alert fires.",
+        ),
+        (
+            "2026-03-10",
+            "The disk alert on db-3 fired again.",
+            "I paged Omar, the platform on-call, and attached the disk graph.",
+        ),
+    ]
+    dream_each_day(mem, root, clock, said)
+    archived = Filters(agent_id="ops", origins=[Origin.FACT], states=[State.ARCHIVED])
+    assert any("page Omar" in r.text for r in mem.store.iter_all(archived))  # done, closed
+    handover = (
+        "2026-03-20",
+        "On-call handover: Ravi takes over the platform pager from today.",
+        "Understood, Ravi is now the platform on-call engineer.",
+    )
+    dream_each_day(mem, root, clock, [handover])
+    gone = Filters(agent_id="ops", origins=[Origin.FACT], states=[State.SUPERSEDED])
+    superseded = [r.text for r in mem.store.iter_all(gone)]
+    assert any("page Omar" in t for t in superseded), superseded  # the archived task too
+    assert any("I paged Omar" in t for t in superseded), superseded  # said in passing
+    ws = resolve_workspace(settings, "ops", mem.store)
+    index_workspace(mem, ws)
+    clock.now = datetime.fromisoformat("2026-03-23T06:00:00+00:00")
+    query = "who should I page for an alert"
+    user = settings.workspace.user_id
+    hits = [h.text for h in mem.search(query, user_id=user, agent_id="ops", top_k=10)]
+    assert "Ravi" in hits[0], hits
+    assert any("page Omar" in t for t in hits[1:]), hits
+    files = [h.hit.text for h in memory_search(mem, ws, query)]
+    assert "Ravi" in files[0], files
+    assert any("page Omar" in t for t in files[1:]), files
+
+
 def test_a_fact_and_its_reply_in_other_words_are_superseded_together(
     mem: Memory, settings: Settings, clock: FixedClock
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.extract import Known, NewFact, ThresholdReconciler
-from memoryd.extract.claims import Verdict, compare, replaced_value_named
+from memoryd.extract.claims import Verdict, compare, inner_claims, replaced_value_named
 from memoryd.models import Event, Filters, Origin, State
 from memoryd.settings import ExtractSettings, Settings
 from tests.fake_llm import FakeLLM
@@ -89,6 +89,12 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("Chidi owns the ingestion pipelines now.", "Kenji is the ingestion pipeline owner.")[0] == Verdict.SUPERSEDES  # fmt: skip
     # days are values of a schedule
     assert compare("Production deploys now happen on Tuesday afternoons.", "Production deploys happen on Wednesday afternoons only.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    # a way of writing ("prose paragraphs", "numbered checklists") is a format; "give me X
+    # as Y" and "written as Y" make Y the value
+    assert compare("Actually I changed my mind: I prefer numbered checklists for status updates now.", "Please give me status updates as short prose paragraphs, that's easiest for me to read.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Noted, status updates will be written as numbered checklists from now on.", "Understood, I'll write your status updates as short prose paragraphs.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Write the incident report as a PDF.", "Please give me status updates as short prose paragraphs.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("The API timeout is 30 seconds now.", "The API returns JSON.")[0] == Verdict.DISTINCT  # fmt: skip
 
 
 def test_a_value_named_in_passing_is_out_of_date_once_replaced() -> None:
@@ -98,6 +104,9 @@ def test_a_value_named_in_passing_is_out_of_date_once_replaced() -> None:
     old, new = "Our analytics warehouse is BigQuery.", "Analytics moved from BigQuery to Snowflake."
     query = "The weekly revenue query scans the events table in the BigQuery warehouse."
     assert replaced_value_named(query, old, new) == "bigquery"
+    old, new = "Please give me status updates as short prose paragraphs.", "I prefer numbered checklists for status updates now."  # fmt: skip
+    assert replaced_value_named("Here is today's status update, written as short prose paragraphs as you prefer.", old, new) in {"prose", "paragraph"}  # fmt: skip
+    assert replaced_value_named("Here is today's status update, written as numbered checklists as you prefer.", old, new) is None  # fmt: skip
     assert replaced_value_named("The warehouse moved from BigQuery to Snowflake.", old, new) is None  # fmt: skip
     assert (
         replaced_value_named("The BigQuery export job failed.", old, new) is None
@@ -374,3 +383,59 @@ def test_a_change_far_in_meaning_supersedes_when_it_names_the_same_attribute(
     for m in old:
         assert memory.get(m.id).state == State.SUPERSEDED  # type: ignore[union-attr]
     assert memory.get(other.id).state == State.ACTIVE  # type: ignore[union-attr]
+
+
+def test_a_claim_made_within_a_sentence_is_given_its_new_value(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    """ "I told Leo, who owns the ingestion pipelines, and opened a ticket." says who owns
+    them in passing; "Omar is the platform on-call; I'll page Omar ..." says it in one of
+    two clauses. A change of the owner or the on-call supersedes them; a claim about
+    another subject, or an appositive that names no role, does not."""
+    assert inner_claims("I told Leo, who owns the ingestion pipelines, and opened a ticket.") == ["Leo owns the ingestion pipelines"]  # fmt: skip
+    assert inner_claims("I paged Omar, the platform on-call, and attached the disk graph.") == ["Omar is the platform on-call"]  # fmt: skip
+    assert inner_claims("Noted, Omar is the platform on-call; I'll page Omar if an alert fires.") == ["Omar is the platform on-call", "I'll page Omar if an alert fires."]  # fmt: skip
+    assert inner_claims("I met Leo, the new guy from Lisbon, at lunch.") == []
+    assert inner_claims("Today, the pipeline failed twice.") == []
+    cases = [
+        (
+            "I told Leo, who owns the ingestion pipelines, and opened a ticket.",
+            "Chidi took over the ingestion pipelines this week.",
+            Event.UPDATE,
+        ),
+        (
+            "I paged Omar, the platform on-call, and attached the disk graph.",
+            "On-call handover: Ravi takes over the platform pager from today.",
+            Event.UPDATE,
+        ),
+        (
+            "Noted, Omar is the platform on-call; I'll page Omar if an alert fires.",
+            "Understood, Ravi is now the platform on-call engineer.",
+            Event.UPDATE,
+        ),
+        (
+            "I told Leo, who owns the ingestion pipelines, and opened a ticket.",
+            "Kenji owns the billing service.",
+            Event.ADD,
+        ),
+        (
+            "I paged Omar, the platform on-call, and attached the disk graph.",
+            "Mei is on call for the data team.",
+            Event.ADD,
+        ),
+        (
+            "PAY-100 is fixed; refunds now round half to even.",
+            "PAY-101 is fixed; refunds now round half to even.",
+            Event.ADD,
+        ),
+        (
+            "I met Leo, the new guy from Lisbon, at lunch.",
+            "Chidi is the new guy on the data team now.",
+            Event.ADD,
+        ),
+    ]
+    for n, (before, after, event) in enumerate(cases):
+        old = memory.add(before, user_id=f"u{n}", infer=True)[0]
+        clock.advance(days=1)
+        new = memory.add(after, user_id=f"u{n}", infer=True)
+        assert [e.event for e in new] == [event], (before, after, new)
+        state = State.SUPERSEDED if event == Event.UPDATE else State.ACTIVE
+        assert memory.get(old.id).state == state, (before, after)  # type: ignore[union-attr]

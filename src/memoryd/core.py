@@ -31,7 +31,14 @@ from memoryd.errors import (
     NotFoundError,
     ReadOnlyError,
 )
-from memoryd.extract import Decision, Known, NewFact, make_extractor, make_reconciler
+from memoryd.extract import (
+    Decision,
+    Known,
+    NewFact,
+    ThresholdReconciler,
+    make_extractor,
+    make_reconciler,
+)
 from memoryd.extract.claims import claim, claims_unlike
 from memoryd.extract.classify import classify_fact
 from memoryd.extract.noise import without_speaker
@@ -46,6 +53,8 @@ from memoryd.models import (
     MemoryEvent,
     MemoryRecord,
     Origin,
+    RankFacts,
+    ScoreParts,
     SearchHit,
     Source,
     State,
@@ -80,6 +89,7 @@ MAX_WORDINGS = 3
 #: lines between a fact's own and a turn that restated it (said_also) in one exchange
 RESTATED_WITHIN = 3
 SIBLINGS_SCANNED = 200  # facts of one diary day read to find an exchange's other wording
+CHANGES_FOLLOWED = 5  # later changes followed from a superseded fact to the current one
 
 
 def wordings_of(record: MemoryRecord) -> tuple[str, ...]:
@@ -116,6 +126,8 @@ class Memory:
         s = self.settings
         self.extractor = make_extractor(self.llm, s.extract, s.limits)
         self.reconciler = make_reconciler(self.llm, s.extract, s.limits)
+        # the offline rules, for what is never sent to an LLM (archived facts a change closes)
+        self._offline = ThresholdReconciler(s.extract)
         # reconciling one scope is read-decide-write: two adds to the same scope take
         # turns (striped locks: bounded, and different scopes rarely share a stripe)
         self._scope_locks = [threading.Lock() for _ in range(64)]
@@ -724,6 +736,7 @@ class Memory:
             known.update(x.id for x in alongside)
             stale += alongside
         stale += self._copies(stale, known)
+        stale += self._archived_alike(old, d.text, {r.id for r in stale})
         for r in stale:  # the old value, and any copy of an older one the fact also replaces
             closed = r.model_copy(
                 update={
@@ -740,6 +753,35 @@ class Memory:
                 closed, event=Event.SUPERSEDE, actor=actor, reason=_reason("supersede", d)
             )
         return record
+
+    def _archived_alike(
+        self, old: MemoryRecord, text: str, known: set[str]
+    ) -> builtins.list[MemoryRecord]:
+        """The archived facts of ``old``'s user and agent, in any tier, that ``text`` gives
+        a new value by the offline rules (a task decay closed: "Noted, Omar is the platform
+        on-call; I'll page Omar if an alert fires." when Ravi takes over): superseded with
+        ``old``, so the turns that said them are known out of date. Only ever this way: an
+        archived fact never makes a new one a duplicate (it is not compared at add)."""
+        scope = Filters(
+            user_id=old.user_id,
+            agent_id=old.agent_id,
+            origins=[Origin.FACT],
+            states=[State.ARCHIVED],
+        )
+        vector = self.embed_texts([text])[0]
+        hits = self._candidates(text, vector, scope)
+        found = {r.id: r for r in self.store.get_many([i for i, _ in hits]) if r.id not in known}
+        similar = [
+            (Known(k, i, found[i].text, wordings_of(found[i])), sim)
+            for k, (i, sim) in enumerate(hits)
+            if i in found
+        ]
+        if not similar:
+            return []
+        decision = self._offline.decide([NewFact(0, text, vector, similar)])[0]
+        if decision.event != Event.UPDATE or decision.target is None:
+            return []
+        return [found[k.id] for k in (decision.target, *decision.also)]
 
     def _copies(
         self, stale: builtins.list[MemoryRecord], known: set[str]
@@ -1121,6 +1163,7 @@ class Memory:
             how_wanted=how_wanted,
             as_of=as_of,
             query=query,
+            scopes=scopes,
         )
         if record_recall:
             self.recalls.record(query, found, self.clock())
@@ -1138,6 +1181,7 @@ class Memory:
         how_wanted: bool = False,
         as_of: datetime | None = None,
         query: str = "",
+        scopes: Sequence[Filters] = (),
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
         with the entity boost and time decay applied, newer evidence of one thing before
@@ -1200,10 +1244,20 @@ class Memory:
         if reorder and len(found) > 1:
             # the turns among the first hits that say what a since superseded fact says
             head = found[: s.newer_first_window]
-            retired = self.says_superseded([h.record for h in head if facts[h.id].turn is not None])
+            retired_by = self._retired_by([h.record for h in head if facts[h.id].turn is not None])
+            found = self._current_above(found, retired_by, scopes, s.newer_first_window, facts)
+            retired = set(retired_by)
             found = newer_first(
                 found,
-                [Evidence(facts[h.id].when, facts[h.id].asks, h.id in retired) for h in found],
+                [
+                    Evidence(
+                        facts[h.id].when,
+                        facts[h.id].asks,
+                        h.id in retired,
+                        current=h.parts.current is not None,
+                    )
+                    for h in found
+                ],
                 lambda: self.embed_texts([h.record.index_text for h in found]),
                 names_in(query),
                 query_terms(query),
@@ -1214,14 +1268,123 @@ class Memory:
             )
         return found[:top_k]
 
+    def _current_above(
+        self,
+        found: builtins.list[SearchHit],
+        retired_by: dict[str, set[str]],
+        scopes: Sequence[Filters],
+        window: int,
+        facts: dict[str, RankFacts],
+    ) -> builtins.list[SearchHit]:
+        """``found`` with the current value of each out-of-date turn among the first
+        ``window`` hits placed right above it, taking its score.
+
+        A turn that said a value since replaced ("Noted, Omar is the platform on-call")
+        can match a question better than the change ever will ("who should I page for
+        an alert?" shares no word with "Ravi takes over the platform pager"). The fact
+        that superseded what the turn says is known, so the search shows it, or the turn
+        that said it, first (brought in when the search did not find it; ``parts.current``
+        holds the score of the hit it passes). Only what the search's scopes admit comes
+        in, and only a value newer than the turn. ``facts`` gains the ones brought in."""
+        chains = {i for h in found[:window] for i in retired_by.get(h.id, ())}
+        if not chains:
+            return found
+        now_of = self._current_of(chains)
+        out = list(found)
+        for h in found[:window]:
+            currents = [now_of[i] for i in retired_by.get(h.id, ()) if i in now_of]
+            if not currents:
+                continue
+            latest = max(currents, key=lambda r: r.event_at or r.created_at)
+            if (latest.event_at or latest.created_at).timestamp() <= facts[h.id].when:
+                continue  # the turn repeats the old value after the change: not this rule's
+            place = next(n for n, x in enumerate(out) if x.id == h.id)
+            sayings = self._sayings(latest, scopes)
+            if any(x.record.hash in {r.hash for r in sayings} for x in out[:place]):
+                continue  # the current value is above it already
+            moved = next((x for x in out[place:] if x.id in {r.id for r in sayings}), None)
+            if moved is not None:
+                out.remove(moved)
+                hit = moved.model_copy(
+                    update={
+                        "score": h.score,
+                        "parts": moved.parts.model_copy(update={"current": h.score}),
+                    }
+                )
+            else:
+                same_kind = [r for r in sayings if r.origin == h.record.origin]
+                if not sayings:
+                    continue
+                pick = (same_kind or sayings)[0]
+                hit = SearchHit(
+                    id=pick.id,
+                    text=pick.text,
+                    score=h.score,
+                    parts=ScoreParts(current=h.score),
+                    record=pick,
+                    memory_type=memory_type(pick, self.settings.search.shared_categories),
+                )
+                facts.update(self.store.rank_facts([pick.id]))
+            out.insert(place, hit)
+        return out
+
+    def _current_of(self, ids: set[str]) -> dict[str, MemoryRecord]:
+        """The current fact each of the superseded facts ``ids`` was replaced by, following
+        ``superseded_by`` through later changes (a few steps at most)."""
+        out: dict[str, MemoryRecord] = {}
+        step = {i: i for i in ids}  # where each chain is now -> the id it started from
+        for _ in range(CHANGES_FOLLOWED):
+            if not step:
+                break
+            nxt: dict[str, str] = {}
+            for r in self.store.get_many(sorted(step)):
+                start = step[r.id]
+                if r.state == State.ACTIVE and r.id != start:
+                    out[start] = r
+                elif (after := r.metadata.get("superseded_by")) and isinstance(after, str):
+                    nxt[after] = start
+            step = nxt
+        return out
+
+    def _sayings(
+        self, fact: MemoryRecord, scopes: Sequence[Filters]
+    ) -> builtins.list[MemoryRecord]:
+        """``fact`` and the turns of its diary lines that say it, those ``scopes`` admit."""
+        ids = [fact.id]
+        src = fact.source
+        if src is not None and src.start_line is not None:
+            first, last = src.start_line, src.end_line or src.start_line
+            lines = Filters(user_id=fact.user_id, agent_id=fact.agent_id, origins=[Origin.CHUNK])
+            ids += [
+                at.id
+                for at in self.store.locate(lines, [], [src.path])
+                if at.start_line is not None
+                and first <= at.start_line
+                and (at.end_line or at.start_line) <= last
+            ]
+        said = {
+            r.id: r
+            for scope in scopes or [Filters()]
+            for r in self.store.list(scope.model_copy(update={"ids": ids}), limit=len(ids))
+        }
+        turns = [r for r in said.values() if r.origin == Origin.CHUNK]
+        # of the diary lines the fact cites, those that say it (a day's digest cites them all)
+        own = [r for r in turns if content_hash(without_speaker(r.text)) == fact.hash]
+        kept = own or (turns if len(turns) == 1 else [])
+        return ([said[fact.id]] if fact.id in said else []) + kept
+
     def says_superseded(self, records: Sequence[MemoryRecord]) -> set[str]:
         """The ids of ``records`` (turns: a diary's lines, a conversation's messages) that
         say what a fact since superseded says: the fact was extracted from their lines, or
         says word for word what they say (the same thing said again on another day). What
         they said is out of date; they stay as evidence of what was said."""
+        return set(self._retired_by(records))
+
+    def _retired_by(self, records: Sequence[MemoryRecord]) -> dict[str, set[str]]:
+        """:meth:`says_superseded`, each turn with the ids of the superseded facts it says."""
         turns = list(records)
         if not turns:
-            return set()
+            return {}
         users = {r.user_id for r in turns}
         retired = Filters(
             user_id=users.pop() if len(users) == 1 else None,
@@ -1230,18 +1393,18 @@ class Memory:
         )
         said = {r.id: content_hash(without_speaker(r.text)) for r in turns}
         paths = {r.source.path for r in turns if r.source is not None}
-        same: set[tuple[str | None, str | None, str]] = set()
+        same: dict[tuple[str | None, str | None, str], set[str]] = {}
         spans: dict[tuple[str | None, str | None, str], builtins.list[Located]] = {}
         for at in self.store.locate(retired, list(said.values()), sorted(paths)):
-            same.add((at.user_id, at.agent_id, at.hash))
+            same.setdefault((at.user_id, at.agent_id, at.hash), set()).add(at.id)
             if at.path is not None and at.start_line is not None:
                 spans.setdefault((at.user_id, at.agent_id, at.path), []).append(at)
-        out: set[str] = set()
+        out: dict[str, set[str]] = {}
         near: dict[str, builtins.list[str]] = {}  # turn -> retired facts said a few lines off
         for r in turns:
             who = (r.user_id, r.agent_id)
             if (*who, said[r.id]) in same:
-                out.add(r.id)
+                out[r.id] = same[(*who, said[r.id])]
                 continue
             src = r.source
             if src is None or src.start_line is None:
@@ -1250,19 +1413,21 @@ class Memory:
             for at in spans.get((*who, src.path), []):
                 a, b = at.start_line or 0, at.end_line or at.start_line or 0
                 if first <= a and b <= last:
-                    out.add(r.id)
-                    break
-                if a - RESTATED_WITHIN <= last and first <= b + RESTATED_WITHIN:
+                    out.setdefault(r.id, set()).add(at.id)
+                elif a - RESTATED_WITHIN <= last and first <= b + RESTATED_WITHIN:
                     near.setdefault(r.id, []).append(at.id)
         # a fact keeps the words it was restated in (said_also): the restating turn, a line
         # or two off the fact's own, said the retired value too
         ids = sorted({i for r, found in near.items() if r not in out for i in found})
         wordings = {f.id: wordings_of(f) for f in self.store.get_many(ids)} if ids else {}
         for rid, found in near.items():
-            if rid not in out and any(
-                said[rid] == content_hash(w) for i in found for w in wordings.get(i, ())
-            ):
-                out.add(rid)
+            if rid in out:
+                continue
+            restated = {
+                i for i in found if any(said[rid] == content_hash(w) for w in wordings.get(i, ()))
+            }
+            if restated:
+                out[rid] = restated
         return out
 
     def search_combined(

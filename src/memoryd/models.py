@@ -211,6 +211,9 @@ class ScoreParts(BaseModel):
     # that is not an instruction or preference (memoryd.search.turns.topic_cut)
     meaning: float | None = None
     rerank: float | None = None
+    # brought in above a turn that says a value since replaced, as that value's current
+    # one: the score of the out-of-date hit it passes (Memory._current_above)
+    current: float | None = None
 
 
 class SearchHit(BaseModel):

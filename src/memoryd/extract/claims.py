@@ -47,7 +47,7 @@ _STOP = frozenset(
     she her they them their what which who whom when where why how all any both each few
     more most other some such no nor not only own same than too very can will just should
     also still again up down out off via per now today currently instead anymore longer
-    please do does did be been being am have having current new latest active""".split()  # noqa: SIM905
+    please do does did be been being am have having current new latest active ll re ve""".split()  # noqa: SIM905
 )
 #: Verbs that say a value changed; the new fact carrying one is a change, not an addition.
 _CHANGE = frozenset(
@@ -116,6 +116,11 @@ _VERB_ATTRIBUTE = {
     "led": "lead",
     "leads": "lead",
 }
+#: Values that are a way of writing something: naming one names its format ("short prose
+#: paragraphs", "numbered checklists", "bullet lists")
+_FORMATS = frozenset(
+    ["bullet", "checklist", "paragraph", "prose", "markdown", "json", "yaml", "csv", "html", "pdf"]
+)
 #: A generic word that names any of these: "the staging database" is "staging PostgreSQL".
 _KINDS = {"database": frozenset({"postgresql", "mysql", "mariadb", "mongodb", "sqlite"})}
 
@@ -186,6 +191,17 @@ _PHRASES = (
     (re.compile(r"\b(?:took|takes|take|taken|taking) over\b", re.IGNORECASE), "owns now"),
     (re.compile(r"\b(?:at most|no more than|at the most)\b", re.IGNORECASE), "limit"),
     (re.compile(r"\bon[- ]call\b", re.IGNORECASE), "on-call"),
+    # "give me status updates as prose", "written as checklists": the form is the value
+    (
+        re.compile(r"\b(?i:give|write|send|format)\s+(?:me\s+|your\s+|my\s+)?(.{1,40}?)\s+as\b"),
+        r"\1 is",
+    ),
+    (
+        re.compile(
+            r"\b(?:will be\s+|are\s+|be\s+)?(?:written|formatted|given|sent)\s+as\b", re.IGNORECASE
+        ),
+        "is",
+    ),
     # "Ask Leo about ingestion": Leo is who owns it
     (re.compile(r"\b(?i:ask|ping|contact)\s+([A-Z]\w+)\s+(?i:about|for)\b"), r"\1 owns"),
 )
@@ -207,6 +223,32 @@ def _plain(text: str) -> str:
     for pattern, word in _PHRASES:
         text = pattern.sub(word, text)
     return text
+
+
+#: "Leo, who owns the ingestion pipelines, ...", "Omar, the platform on-call, ...": a claim
+#: about a name said in passing, inside a sentence about something else
+_ASIDE = re.compile(
+    r"\b(?P<name>[A-Z][\w-]*),\s+(?:(?P<who>who)\s+|(?:the|our)\s+)(?P<what>[^,;.!?]+)"
+)
+
+
+def inner_claims(text: str) -> list[str]:
+    """The claims ``text`` makes besides the one it is, each as a sentence of its own:
+    each clause of a sentence joined by semicolons ("Omar is the platform on-call; I'll
+    page Omar if an alert fires."), and what it says about a name in passing ("I told
+    Leo, who owns the ingestion pipelines, and opened a ticket." says "Leo owns the
+    ingestion pipelines"; "I paged Omar, the platform on-call, ..." says "Omar is the
+    platform on-call": an appositive counts only when it names a role)."""
+    plain = _plain(text)
+    clauses = [c.strip() for c in plain.split(";")]
+    out = [c for c in clauses if c] if len(clauses) > 1 else []
+    for m in _ASIDE.finditer(plain):
+        name, what = m["name"], m["what"].strip()
+        if m["who"]:
+            out.append(f"{name} {what}")
+        elif any(_norm(t) in _ROLES for t in _RAW.findall(what)):
+            out.append(f"{name} is the {what}")
+    return out
 
 
 def units(text: str) -> set[str]:
@@ -273,6 +315,8 @@ def claim(text: str) -> Claim:
             continue
         if len(t) < 2 and not _is_value(t):
             continue
+        if t in _FORMATS:  # a value that names its attribute
+            c.attributes.add("format")
         if _is_value(t):
             c.values.add(t)
             on_subject_side = pivot is not None and (n > pivot if inverse else n < pivot)

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memoryd.extract.ask import InvalidAnswer, ask_json
-from memoryd.extract.claims import Verdict, compare, linked
+from memoryd.extract.claims import Verdict, compare, inner_claims, linked, unlike
 from memoryd.extract.prompts import RECONCILE_PROMPT
 from memoryd.llm import LLM, ChatMessage
 from memoryd.models import Event
@@ -164,10 +164,29 @@ class ThresholdReconciler:
             for verdict, why in verdicts:
                 if verdict == Verdict.SAME:
                     return (known, f"{why}; similarity {sim:.2f}"), []
+            # a claim made within a sentence ("I told Leo, who owns the ingestion pipelines,
+            # ...") is given a new value like any other, never taken as the fact said again,
+            # and only when the whole sentences may be about one thing (a clause without
+            # the ticket id its sentence names is not about another ticket)
+            within = _within(fact.text, known.text) if unlike(fact.text, known.text) is None else []
+            verdicts += [
+                (verdict, f"{why} (said within: {a!r} / {b!r})")
+                for a, b in within
+                if close or linked(a, b)
+                for verdict, why in [compare(a, b, sim, s.none_similarity)]
+                if verdict == Verdict.SUPERSEDES
+            ]
             changed = [why for verdict, why in verdicts if verdict == Verdict.SUPERSEDES]
             if changed and known.id not in updated:
                 newer.append((known, f"{changed[0]}; similarity {sim:.2f}"))
         return None, newer
+
+
+def _within(new: str, old: str) -> list[tuple[str, str]]:
+    """Pairs to compare besides ``new`` and ``old`` themselves: each with the claims the
+    other makes within it (:func:`claims.inner_claims`)."""
+    theirs, ours = inner_claims(old), inner_claims(new)
+    return [(new, a) for a in theirs] + [(a, b) for a in ours for b in (old, *theirs)]
 
 
 # -- with an LLM -------------------------------------------------------------------------------

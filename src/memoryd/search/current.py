@@ -37,8 +37,14 @@ and the words ("It was posted to #data-alerts, the alerts channel" passes "Pipel
 #pipeline-alerts Slack channel" once "We moved pipeline alerts to #data-alerts" retired
 that fact); the newer one must still state, and not be another fact by its words.
 
-Which memories come back is never changed, and neither is which ten come first, whatever
-``top_k``: only their order. Reordering deeper (a newer hit pulled from place 20 into the
+The one exception to "only the order": a retired turn among the first ten whose fact's
+successor is known gets that successor (or the turn that said it) placed right above it
+by :meth:`Memory._current_above <memoryd.core.Memory._current_above>`, found or not
+("who should I page for an alert?" matches "Noted, Omar is the platform on-call; I'll
+page Omar if an alert fires." and never "Ravi takes over the platform pager"), and no
+newer hit passes it here (``Evidence.current``). Otherwise which memories come back is
+never changed, and neither is which ten come first, whatever ``top_k``: only their
+order. Reordering deeper (a newer hit pulled from place 20 into the
 first ten of a top_k 25 search) cost evidence recall@10 on conversations, where a newer
 turn like an older one is usually not an update (LoCoMo messages path 0.796 -> 0.730,
 agent chats 0.851 -> 0.818; with the window both are unchanged by construction). The
@@ -72,6 +78,9 @@ class Evidence:
     # a turn that says what a fact since superseded says: the fact was taken from its
     # lines, says it word for word, or keeps it as another wording (Memory.says_superseded)
     retired: bool = False
+    # the current value of a retired hit, placed above it (Memory._current_above): known
+    # to be what is true now, so no newer hit passes it
+    current: bool = False
 
 
 def _mentions(text: str, name: str) -> bool:
@@ -157,7 +166,7 @@ def newer_first(
         if not evidence[j].asks and not is_chitchat(hits[j].text):
             for place in range(pos):
                 i = order[place]
-                if evidence[j].when < evidence[i].when + gap:
+                if evidence[i].current or evidence[j].when < evidence[i].when + gap:
                     continue
                 older, newer = hits[i].text, hits[j].text
                 retired = evidence[i].retired
