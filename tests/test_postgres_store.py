@@ -486,3 +486,112 @@ def test_batches_over_several_scopes_in_any_order_never_deadlock(pg_db: str) -> 
         assert check.scope_size(Filters(user_id="ada")) == 50  # type: ignore[attr-defined]
     finally:
         check.close()
+
+
+def _own_graph_store(pg_db: str) -> PostgresStore:
+    store = open_store(
+        pg_db, StoreSettings(postgres={"exact_scan_below": 50, "scope_index_above": 200})
+    )
+    assert isinstance(store, PostgresStore)
+    return store
+
+
+def _index_state(pg_db: str, name: str) -> tuple[bool, str] | None:
+    """(valid, predicate) of index ``name``, or None."""
+    with psycopg.connect(pg_db) as conn:
+        row = conn.execute(
+            "SELECT i.indisvalid, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s",
+            (name,),
+        ).fetchone()
+    return None if row is None else (bool(row[0]), str(row[1]))
+
+
+def test_a_large_user_gets_a_graph_of_their_own_that_the_planner_walks(pg_db: str) -> None:
+    """A user past ``scope_index_above`` gets a partial HNSW index of their own, started
+    in the background by a search; once valid, their searches walk it (EXPLAIN names
+    it) and find what an exact scan finds. A quote in the user id stays a literal."""
+    rng = np.random.default_rng(34)
+    big, small = "o'brien", "sam"
+    vectors = unit(rng, 700, 32)
+    rows = records(vectors[:400], prefix="b", user_id=big)
+    rows += records(vectors[400:], prefix="o", user_id=small)  # 300: over the threshold too
+    store = _own_graph_store(pg_db)
+    name = store.scope_index_name(32, big)
+    try:
+        store.add(rows)
+        q = unit(rng, 1, 32)[0]
+        scope = Filters(user_id=big)
+        assert "memories_hnsw_32 " in store.explain_vector_search(q, scope) + " "  # shared
+        assert _index_state(pg_db, name) is None
+        store.vector_search(q, scope, 10)  # finds it missing: the build starts
+        for _ in range(600):
+            if name in store._scope_indexes:
+                break
+            threading.Event().wait(0.1)
+        assert _index_state(pg_db, name) == (
+            True,
+            "((vector_dims(embedding) = 32) AND (user_id = 'o''brien'::text))",
+        )
+        assert name in store.explain_vector_search(q, scope)
+        # another user's search never walks it
+        assert name not in store.explain_vector_search(q, Filters(user_id=small))
+        for q in unit(rng, 20, 32):
+            truth = [f"b{i}" for i in np.argsort(-(vectors[:400] @ q), kind="stable")[:10]]
+            assert [i for i, _ in store.vector_search(q, scope, 10)] == truth
+    finally:
+        store.close()
+    reopened = _own_graph_store(pg_db)  # a store opened later finds it, and the shared one
+    try:
+        assert reopened._dims == {32} and name in reopened._scope_indexes
+        assert name in reopened.explain_vector_search(q, scope)
+        assert reopened.integrity_check() == []
+    finally:
+        reopened.close()
+
+
+def test_an_interrupted_build_of_a_users_graph_is_dropped_and_built_again(pg_db: str) -> None:
+    """A concurrent build that stops half way (a server killed, a timeout) leaves an
+    invalid index the planner ignores; the next build drops it and builds it whole."""
+    rng = np.random.default_rng(35)
+    store = _own_graph_store(pg_db)
+    name = store.scope_index_name(32, "ann")
+    try:
+        store.add(records(unit(rng, 250, 32), prefix="a", user_id="ann"))
+        with (
+            psycopg.connect(pg_db, autocommit=True) as holder,
+            psycopg.connect(pg_db, autocommit=True) as builder,
+        ):
+            holder.execute("BEGIN")  # a writer's open transaction: the build waits for it
+            holder.execute("UPDATE memoryd.memories SET text = text WHERE id = 'a0'")
+            builder.execute("SET statement_timeout = '500ms'")
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                builder.execute(store._index_sql(32, name, "'ann'"))
+            holder.execute("ROLLBACK")
+        assert _index_state(pg_db, name) == (
+            False,
+            "((vector_dims(embedding) = 32) AND (user_id = 'ann'::text))",
+        )
+        q = unit(rng, 1, 32)[0]
+        assert name not in store.explain_vector_search(q, Filters(user_id="ann"))
+        assert store.build_scope_index("ann", 32)
+        assert _index_state(pg_db, name) == (
+            True,
+            "((vector_dims(embedding) = 32) AND (user_id = 'ann'::text))",
+        )
+        assert name in store.explain_vector_search(q, Filters(user_id="ann"))
+    finally:
+        store.close()
+
+
+def test_bulk_load_gives_large_users_their_own_graph(pg_db: str) -> None:
+    rng = np.random.default_rng(36)
+    store = _own_graph_store(pg_db)
+    try:
+        with store.bulk_load():
+            store.add(records(unit(rng, 260, 32), prefix="l", user_id="lea"))
+            store.add(records(unit(rng, 60, 32), prefix="t", user_id="tim"))
+        assert _index_state(pg_db, store.scope_index_name(32, "lea")) is not None
+        assert _index_state(pg_db, store.scope_index_name(32, "tim")) is None  # under 200
+    finally:
+        store.close()

@@ -55,6 +55,17 @@ class PostgresStoreSettings(BaseModel):
     # scans them exactly instead of walking the HNSW graph: exact recall, and a cost
     # that follows the scope's size (~3 us a memory on two busy cores; 0: always the graph)
     exact_scan_below: int = Field(default=4_000, ge=0)
+    # a user with at least this many memories gets an HNSW graph of their own: a partial
+    # index WHERE user_id = '<user>' (CREATE INDEX CONCURRENTLY, in the background, started
+    # by the first search that finds it missing, or by PostgresStore.index_large_scopes()),
+    # so their walk covers their vectors only, not the whole database's graph. The user of
+    # 100k in 1M memories: agreement 0.98 / p50 25 ms (shared graph, ef_search 800) ->
+    # 0.997 / 3.5 ms (own graph, ef_search 200). Each costs a build (~145 s for 100k on two
+    # busy cores) and index upkeep on that user's writes only; 0: never
+    scope_index_above: int = Field(default=10_000, ge=0)
+    # the walk's width in a user's own graph: it holds only their vectors, so a narrower
+    # walk finds their nearest (100k user: 100 0.963, 200 0.997, 400 1.0 agreement)
+    scope_ef_search: int = Field(default=200, ge=1, le=1000)
     index_build_memory: str = Field(default="512MB", pattern=r"^\d+(kB|MB|GB)$")  # bulk_load
 
 

@@ -19,7 +19,11 @@
   exactly per query instead.
 * Vector side: a scope smaller than ``exact_scan_below`` memories (known from
   those statistics) is scanned exactly, so small users get exact recall at a cost
-  that follows their size; larger scopes walk the HNSW graph.
+  that follows their size; larger scopes walk the HNSW graph. A user of at least
+  ``scope_index_above`` memories gets a graph of their own (a partial index ``WHERE
+  user_id = '<user>'``, built concurrently in the background), so their walk covers
+  their vectors only; the query names the user literally, which is what lets the
+  planner prove the index's predicate.
 * A psycopg pool; ``atomic()`` pins one connection to the calling thread and
   nests with savepoints. Several processes share the database safely; a
   pipeline takes ``run_lock``, a session-level advisory lock, so exactly one
@@ -31,10 +35,13 @@ psycopg is optional: ``pip install 'memoryd[postgres]'``.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import json
+import logging
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -44,7 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from memoryd.errors import DependencyMissingError, InvalidInputError, StoreError
-from memoryd.models import Filters, MemoryRecord, RankFacts
+from memoryd.models import Filters, MemoryRecord, RankFacts, State
 from memoryd.search import turns
 from memoryd.search.entities import names_of
 from memoryd.settings import PostgresStoreSettings, StoreSettings
@@ -57,6 +64,8 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
+log = logging.getLogger(__name__)
+
 _INSTALL_HINT = "pip install 'memoryd[postgres]'"
 _MAX_VECTOR_DIM = 2000  # pgvector indexes vector up to 2000 dims, halfvec up to 4000
 _MAX_HALFVEC_DIM = 4000
@@ -64,6 +73,10 @@ _MAX_HALFVEC_DIM = 4000
 Migration = str | Callable[["psycopg.Connection[Any]"], None]
 _MIN_PGVECTOR = (0, 8)
 _MIN_POSTGRES = 150000  # server_version_num
+#: the shared graph of one dimension, and a user's own graph of it
+_DIM_INDEX = re.compile(r"memories_hnsw_(\d+)")
+_SCOPE_INDEX = re.compile(r"memories_hnsw_\d+_u[0-9a-f]{16}")
+_SCOPE_RETRY_S = 60.0  # a user's graph another server is building: look again after this
 
 
 def _import_psycopg() -> tuple[Any, Any, Any, type[Exception]]:
@@ -177,6 +190,14 @@ class PostgresStore(SQLStore):
         self._dims: set[int] = set()
         self._dims_lock = threading.Lock()
         self._deferring = 0  # > 0 inside bulk_load()
+        # users' own graphs (see build_scope_index): valid ones by name, builds under way
+        # (their connections, so close() can cancel them) and when each was last tried
+        self._scope_indexes: set[str] = set()
+        self._scope_builds: dict[str, threading.Thread] = {}
+        self._scope_conns: dict[str, psycopg.Connection[Any]] = {}
+        self._scope_tried: dict[str, float] = {}
+        self._scope_lock = threading.Lock()
+        self._closed = False
         self._migrate()
         self._pool: ConnectionPool = pool_class(
             self._dsn,
@@ -189,6 +210,7 @@ class PostgresStore(SQLStore):
         )
         self._pool.open(wait=self.settings.pool_min > 0, timeout=self.settings.connect_timeout_s)
         self._dims = self._indexed_dims()
+        self._scope_indexes = self._valid_scope_indexes()
 
     # -- connections -------------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
@@ -270,6 +292,15 @@ class PostgresStore(SQLStore):
                 self._local.conn = None
 
     def close(self) -> None:
+        """Cancel users' graphs still building (the next search starts them again: an
+        interrupted concurrent build leaves an invalid index, dropped then), then close."""
+        with self._scope_lock:
+            self._closed = True
+            builds = list(self._scope_builds.values())
+            for conn in self._scope_conns.values():
+                conn.cancel_safe()
+        for thread in builds:
+            thread.join()
         self._pool.close()
 
     # -- schema ---------------------------------------------------------------------------------
@@ -486,7 +517,23 @@ class PostgresStore(SQLStore):
                 " AND indexname LIKE 'memories\\_hnsw\\_%%'",
                 (self._schema,),
             ).fetchall()
-        return {int(r[0].rsplit("_", 1)[1]) for r in rows}
+        return {int(m.group(1)) for r in rows if (m := _DIM_INDEX.fullmatch(r[0]))}
+
+    def _scope_indexes_found(self) -> dict[str, bool]:
+        """Users' own graphs in the schema, by name: valid (False while a concurrent build
+        runs, or after one was interrupted)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT c.relname, i.indisvalid FROM pg_index i"
+                " JOIN pg_class c ON c.oid = i.indexrelid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = %s AND c.relname LIKE 'memories\\_hnsw\\_%%'",
+                (self._schema,),
+            ).fetchall()
+        return {name: bool(valid) for name, valid in rows if _SCOPE_INDEX.fullmatch(name)}
+
+    def _valid_scope_indexes(self) -> set[str]:
+        return {name for name, valid in self._scope_indexes_found().items() if valid}
 
     def _ensure_index(self, conn: Connection, dim: int) -> None:
         """Create the partial HNSW index for ``dim`` in the current transaction
@@ -510,15 +557,139 @@ class PostgresStore(SQLStore):
         with self._dims_lock:
             self._dims.add(dim)
 
-    def _index_sql(self, dim: int) -> str:
+    def _index_sql(self, dim: int, name: str = "", user_sql: str = "") -> str:
+        """The shared graph of ``dim``, or with ``user_sql`` (a quoted literal) that user's
+        own, built concurrently (outside any transaction)."""
         cast, ops = _vector_sql(dim)
+        concurrently = " CONCURRENTLY" if user_sql else ""
         return (
-            f"CREATE INDEX IF NOT EXISTS memories_hnsw_{dim} ON {self.t_memories}"
-            f" USING hnsw ((embedding::{cast}) {ops})"
+            f"CREATE INDEX{concurrently} IF NOT EXISTS {name or f'memories_hnsw_{dim}'}"
+            f" ON {self.t_memories} USING hnsw ((embedding::{cast}) {ops})"
             f" WITH (m = {self.settings.hnsw_m},"
             f" ef_construction = {self.settings.hnsw_ef_construction})"
             f" WHERE vector_dims(embedding) = {dim}"
+            + (f" AND user_id = {user_sql}" if user_sql else "")
         )
+
+    @staticmethod
+    def scope_index_name(dim: int, user_id: str) -> str:
+        """A user's own graph of ``dim``: named by a hash (any user id fits the 63-byte limit)."""
+        digest = hashlib.blake2b(user_id.encode(), digest_size=8).hexdigest()
+        return f"memories_hnsw_{dim}_u{digest}"
+
+    def build_scope_index(self, user_id: str, dim: int) -> bool:
+        """Give ``user_id`` an HNSW graph of their own for ``dim``-dimensional vectors, now.
+
+        ``CREATE INDEX CONCURRENTLY``: writes go on while it builds. A session advisory
+        lock makes one process the builder; the others return False at once (and their
+        next search looks again). An invalid index of that name (a build that was
+        interrupted) is dropped and built again. True once the index is valid."""
+        if dim > _MAX_HALFVEC_DIM:
+            return False
+        name = self.scope_index_name(dim, user_id)
+        key = f"memoryd:index:{self._schema}:{name}"
+        with self._connect() as conn:
+            with self._scope_lock:
+                if self._closed:
+                    return False
+                self._scope_conns[name] = conn
+            try:
+                got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,))
+                if not got.fetchone()[0]:  # type: ignore[index]
+                    return False
+                try:
+                    valid = self._scope_indexes_found().get(name)
+                    if valid is False:
+                        conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{self._schema}".{name}')
+                    if not valid:
+                        conn.execute(
+                            "SELECT set_config('maintenance_work_mem', %s, false)",
+                            (self.settings.index_build_memory,),
+                        )
+                        user_sql = self._psycopg.sql.Literal(user_id).as_string()
+                        conn.execute(self._index_sql(dim, name, user_sql))
+                finally:
+                    if not conn.closed:
+                        conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+            finally:
+                with self._scope_lock:
+                    self._scope_conns.pop(name, None)
+        with self._scope_lock:
+            self._scope_indexes.add(name)
+        return True
+
+    def index_large_scopes(self) -> builtins.list[str]:
+        """Build, now, the own graph of every user of at least ``scope_index_above``
+        memories (and not scanned exactly) that lacks one; returns the users built for.
+        Searches start these builds by themselves; this is for after a bulk load and for
+        a benchmark that must not measure a build."""
+        threshold = max(self.settings.scope_index_above, self.settings.exact_scan_below)
+        if self.settings.scope_index_above <= 0:
+            return []
+        with self._read() as conn:
+            users = [
+                r[0]
+                for r in conn.execute(
+                    f'SELECT user_id FROM "{self._schema}".kw_stats WHERE state = %s'
+                    " GROUP BY user_id HAVING sum(n) >= %s ORDER BY user_id",
+                    (str(State.ACTIVE), threshold),
+                )
+            ]
+        built = []
+        for dim in sorted(self._indexed_dims()):
+            for user in users:
+                name = self.scope_index_name(dim, user)
+                if name not in self._scope_indexes and self.build_scope_index(user, dim):
+                    built.append(user)
+        return built
+
+    def _own_graph(self, dim: int, user_id: str | None, size: int | None) -> bool:
+        """Whether ``user_id`` has a valid graph of their own for ``dim``. When their scope
+        of ``size`` memories (None: unknown, or not to be built) has reached
+        ``scope_index_above`` and there is none, a background thread starts building it
+        (at most once a minute per user and process); until it is valid, their searches
+        walk the shared graph."""
+        if user_id is None or self.settings.scope_index_above <= 0:
+            return False
+        name = self.scope_index_name(dim, user_id)
+        if name in self._scope_indexes:
+            return True
+        if size is None or size < self.settings.scope_index_above or dim > _MAX_HALFVEC_DIM:
+            return False
+        now = time.monotonic()
+        with self._scope_lock:
+            last = self._scope_tried.get(name)
+            if self._closed or name in self._scope_builds:
+                return False
+            if last is not None and now - last < _SCOPE_RETRY_S:
+                return False
+            self._scope_tried[name] = now
+            thread = threading.Thread(
+                target=self._build_in_background,
+                args=(user_id, dim, name),
+                name=f"memoryd-{name}",
+                daemon=True,
+            )
+            self._scope_builds[name] = thread
+        thread.start()
+        return False
+
+    def _build_in_background(self, user_id: str, dim: int, name: str) -> None:
+        try:
+            self.build_scope_index(user_id, dim)
+        except self._psycopg.Error as exc:  # cancelled by close(), or the server went away
+            if not self._closed:
+                log.warning(
+                    "building %s (user %r's own graph) failed: %s; a search of that user"
+                    " retries in %.0f s",
+                    name,
+                    user_id,
+                    str(exc).strip(),
+                    _SCOPE_RETRY_S,
+                )
+        finally:
+            with self._scope_lock:
+                self._scope_builds.pop(name, None)
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -565,6 +736,7 @@ class PostgresStore(SQLStore):
             conn.execute(
                 f'VACUUM (ANALYZE) "{self._schema}".kw_postings, "{self._schema}".kw_stats'
             )
+        self.index_large_scopes()  # users loaded past scope_index_above: their own graphs
 
     # -- small state ----------------------------------------------------------------------------
     def kv_get(self, key: str) -> Any:
@@ -770,44 +942,59 @@ class PostgresStore(SQLStore):
     ) -> builtins.list[tuple[str, float]]:
         """The ``limit`` nearest memories that ``filters`` admit: an exact scan of a
         scope under ``exact_scan_below`` memories (through the scope index: its cost
-        follows the scope), else the HNSW graph with an iterative scan."""
+        follows the scope), else the user's own HNSW graph when they have one, else the
+        shared graph, with an iterative scan."""
         if limit <= 0:
             return []
+        return [
+            (mid, _clip(1.0 - float(d))) for mid, d in self._vector_query(vector, filters, limit)
+        ]
+
+    def explain_vector_search(self, vector: np.ndarray, filters: Filters, limit: int = 10) -> str:
+        """PostgreSQL's plan for ``vector_search`` (which index, or an exact scan); unlike
+        a search, it never starts building a user's own graph."""
+        return "\n".join(r[0] for r in self._vector_query(vector, filters, limit, "EXPLAIN "))
+
+    def _vector_query(
+        self, vector: np.ndarray, filters: Filters, limit: int, prefix: str = ""
+    ) -> builtins.list[Any]:
         vector = np.asarray(vector, dtype=np.float32)
         dim = int(vector.shape[-1])
         cast, _ = _vector_sql(dim)
         where, params = self.dialect.where(filters)
         extra = where.replace("WHERE", "AND", 1)
         distance = f"(embedding::{cast} <=> %s::{cast})"
-        size = self.scope_size(filters) if self.settings.exact_scan_below > 0 else None
-        exact = size is not None and size < self.settings.exact_scan_below
-        if exact:  # OFFSET 0 keeps the planner from ordering through the graph; no cast
-            # to vector(dim) either (a copy of every row's vector, ~15% of the scan)
-            query = (
-                f"SELECT id, d FROM (SELECT id, seq, embedding <=> %s AS d FROM {self.t_memories}"
-                f" WHERE vector_dims(embedding) = {dim} {extra} OFFSET 0) s"
-                " ORDER BY d, seq LIMIT %s"
-            )
-            args: tuple[Any, ...] = (vector, *params, limit)
-        else:
-            query = (
-                f"SELECT id, {distance} AS d FROM {self.t_memories}"
-                f" WHERE vector_dims(embedding) = {dim} {extra} ORDER BY {distance} LIMIT %s"
-            )
-            args = (vector, *params, vector, limit)
-        with self._read() as conn:
-            if exact:
-                rows = conn.execute(query, args).fetchall()
-            else:
-                with conn.transaction():
-                    # a large scope is the graph's: left to itself, the planner reads a
-                    # user's rows through the scope index and sorts them all (seconds
-                    # for a user of 100k), since it cannot tell the graph's cost
-                    conn.execute("SET LOCAL enable_sort = off")
-                    if limit > self.settings.ef_search:  # more than the walk keeps
-                        conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, limit)}")
-                    rows = conn.execute(query, args).fetchall()
-        return [(mid, _clip(1.0 - float(d))) for mid, d in rows]
+        sized = self.settings.exact_scan_below > 0 or self.settings.scope_index_above > 0
+        size = self.scope_size(filters) if sized else None
+        if size is not None and size < self.settings.exact_scan_below:
+            # OFFSET 0 keeps the planner from ordering through the graph; no cast to
+            # vector(dim) either (a copy of every row's vector, ~15% of the scan)
+            with self._read() as conn:
+                return conn.execute(
+                    f"{prefix}SELECT id, d FROM (SELECT id, seq, embedding <=> %s AS d"
+                    f" FROM {self.t_memories} WHERE vector_dims(embedding) = {dim} {extra}"
+                    " OFFSET 0) s ORDER BY d, seq LIMIT %s",
+                    (vector, *params, limit),
+                ).fetchall()
+        ef_search = self.settings.ef_search
+        if self._own_graph(dim, filters.user_id, None if prefix else size):
+            # the user's own graph: the planner must see its predicate, so the user is a
+            # literal (a bound parameter proves it only while a plan is custom)
+            extra += f" AND user_id = {self._psycopg.sql.Literal(filters.user_id).as_string()}"
+            ef_search = self.settings.scope_ef_search
+        ef_search = min(1000, max(limit, ef_search))  # no fewer than asked for
+        with self._read() as conn, conn.transaction():
+            # a large scope is the graph's: left to itself, the planner reads a user's
+            # rows through the scope index and sorts them all (seconds for a user of
+            # 100k), since it cannot tell the graph's cost
+            conn.execute("SET LOCAL enable_sort = off")
+            if ef_search != self.settings.ef_search:
+                conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
+            return conn.execute(
+                f"{prefix}SELECT id, {distance} AS d FROM {self.t_memories}"
+                f" WHERE vector_dims(embedding) = {dim} {extra} ORDER BY {distance} LIMIT %s",
+                (vector, *params, vector, limit),
+            ).fetchall()
 
     def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         if not ids:
