@@ -230,11 +230,14 @@ class PostgresStore(SQLStore):
         """Every pooled connection: vectors as numpy arrays, timestamps in UTC, and the
         HNSW search settings, once per session so a search is a single round trip.
         ``strict_order``: when filters reject most of the first ``ef_search``
-        neighbours, keep walking the graph rather than return fewer than asked for."""
+        neighbours, keep walking the graph rather than return fewer than asked for.
+        No parallel workers: memoryd's queries are short, and a plan with a Gather
+        starts its workers even when a one-time filter then skips the scan (150 ms on
+        a busy machine for the vector query of a user of 100k)."""
         self._register_vector(conn)
         conn.execute(
             f"SET TIME ZONE 'UTC'; SET hnsw.ef_search = {self.settings.ef_search};"
-            " SET hnsw.iterative_scan = strict_order"
+            " SET hnsw.iterative_scan = strict_order; SET max_parallel_workers_per_gather = 0"
         )
 
     @contextmanager
@@ -964,18 +967,39 @@ class PostgresStore(SQLStore):
         where, params = self.dialect.where(filters)
         extra = where.replace("WHERE", "AND", 1)
         distance = f"(embedding::{cast} <=> %s::{cast})"
-        sized = self.settings.exact_scan_below > 0 or self.settings.scope_index_above > 0
-        size = self.scope_size(filters) if sized else None
-        if size is not None and size < self.settings.exact_scan_below:
-            # OFFSET 0 keeps the planner from ordering through the graph; no cast to
-            # vector(dim) either (a copy of every row's vector, ~15% of the scan)
+        below = self.settings.exact_scan_below
+        # OFFSET 0 keeps the planner from ordering through the graph; no cast to
+        # vector(dim) either (a copy of every row's vector, ~15% of the scan)
+        exact_sql = (
+            f"SELECT id, d FROM (SELECT id, seq, embedding <=> %s AS d FROM {self.t_memories}"
+            f" WHERE vector_dims(embedding) = {dim} {extra} /*gate*/ OFFSET 0) s"
+            " ORDER BY d, seq LIMIT %s"
+        )
+        scope = self._scope_sql(filters)
+        size: int | None = None
+        user = filters.user_id
+        if user is not None and self.scope_index_name(dim, user) in self._scope_indexes:
+            pass  # a user with a graph of their own is large: no size needed
+        elif scope is not None and below > 0 and not prefix:
+            # one round trip: the scope's size, and its exact scan when that is under
+            # ``below`` (a one-time filter: a larger scope's rows are never read)
+            cond, cparams = scope
             with self._read() as conn:
-                return conn.execute(
-                    f"{prefix}SELECT id, d FROM (SELECT id, seq, embedding <=> %s AS d"
-                    f" FROM {self.t_memories} WHERE vector_dims(embedding) = {dim} {extra}"
-                    " OFFSET 0) s ORDER BY d, seq LIMIT %s",
-                    (vector, *params, limit),
+                rows = conn.execute(
+                    "WITH sz AS MATERIALIZED (SELECT coalesce(sum(n), 0)::bigint AS n"
+                    f' FROM "{self._schema}".kw_stats WHERE true {cond})'
+                    " SELECT NULL, NULL, n FROM sz UNION ALL"
+                    f" (SELECT *, NULL FROM ({exact_sql.replace('/*gate*/', f'AND (SELECT n FROM sz) < {below}')}) e)",
+                    (*cparams, vector, *params, limit),
                 ).fetchall()
+            size = next(int(n) for mid, _, n in rows if mid is None)
+            if size < below:
+                return [(mid, d) for mid, d, _ in rows if mid is not None]
+        elif below > 0 or self.settings.scope_index_above > 0:
+            size = self.scope_size(filters)
+            if size is not None and size < below:
+                with self._read() as conn:
+                    return conn.execute(prefix + exact_sql, (vector, *params, limit)).fetchall()
         ef_search = self.settings.ef_search
         if self._own_graph(dim, filters.user_id, None if prefix else size):
             # the user's own graph: the planner must see its predicate, so the user is a
@@ -983,10 +1007,10 @@ class PostgresStore(SQLStore):
             extra += f" AND user_id = {self._psycopg.sql.Literal(filters.user_id).as_string()}"
             ef_search = self.settings.scope_ef_search
         ef_search = min(1000, max(limit, ef_search))  # no fewer than asked for
+        # a large scope is the graph's: left to itself, the planner reads a user's rows
+        # through the scope index and sorts them all (seconds for a user of 100k), since
+        # it cannot tell the graph's cost
         with self._read() as conn, conn.transaction():
-            # a large scope is the graph's: left to itself, the planner reads a user's
-            # rows through the scope index and sorts them all (seconds for a user of
-            # 100k), since it cannot tell the graph's cost
             conn.execute("SET LOCAL enable_sort = off")
             if ef_search != self.settings.ef_search:
                 conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
