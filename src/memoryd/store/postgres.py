@@ -925,10 +925,13 @@ class PostgresStore(SQLStore):
                 w AS MATERIALIZED (
                     SELECT d.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
                     FROM (SELECT term, count(*)::float8 AS df FROM p GROUP BY term) d, st
-                ), top AS (
-                    SELECT p.seq, sum(w.idf * p.tf * {K1 + 1.0}
-                        / (p.tf + {K1} * ({1.0 - B} + {B} * p.len / (st.tl / st.n)))) AS s
-                    FROM p JOIN w USING (term) CROSS JOIN st
+                ), c AS MATERIALIZED (  -- BM25's length norm: tf + k1 (1 - b) + k1 b len / avg
+                    SELECT {K1 * (1.0 - B)}::float8 AS a, {K1 * B}::float8 / (st.tl / st.n) AS b
+                    FROM st
+                ), top AS (  -- float8 throughout: no numeric step per posting
+                    SELECT p.seq, sum(w.idf * {K1 + 1.0}::float8 * p.tf
+                        / (p.tf + c.a + c.b * p.len)) AS s
+                    FROM p JOIN w USING (term) CROSS JOIN c
                     GROUP BY p.seq ORDER BY s DESC, p.seq LIMIT %s
                 )
                 SELECT m.id, top.s, (SELECT sum(idf) FROM w) * {K1 + 1.0}
