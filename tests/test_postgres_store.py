@@ -574,7 +574,9 @@ def test_an_interrupted_build_of_a_users_graph_is_dropped_and_built_again(pg_db:
         )
         q = unit(rng, 1, 32)[0]
         assert name not in store.explain_vector_search(q, Filters(user_id="ann"))
+        assert any(name in problem for problem in store.integrity_check())
         assert store.build_scope_index("ann", 32)
+        assert store.integrity_check() == []
         assert _index_state(pg_db, name) == (
             True,
             "((vector_dims(embedding) = 32) AND (user_id = 'ann'::text))",

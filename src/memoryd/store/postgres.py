@@ -1061,7 +1061,8 @@ class PostgresStore(SQLStore):
 
     # -- maintenance ------------------------------------------------------------------------------
     def integrity_check(self) -> builtins.list[str]:
-        """Problems found (empty when healthy): every live vector's dimension is indexed."""
+        """Problems found (empty when healthy): every live vector's dimension is indexed,
+        and no user's own graph is left invalid."""
         with self._read() as conn:
             dims = {
                 int(r[0])
@@ -1071,7 +1072,12 @@ class PostgresStore(SQLStore):
                 )
             }
         missing = sorted(d for d in dims - self._indexed_dims() if d <= _MAX_HALFVEC_DIM)
-        return [f"no HNSW index for {d}-dimensional vectors" for d in missing]
+        invalid = sorted(n for n, valid in self._scope_indexes_found().items() if not valid)
+        return [f"no HNSW index for {d}-dimensional vectors" for d in missing] + [
+            f"index {n} (a user's own graph) is invalid: its build was cut short or is still"
+            " running; the next search of that user builds it again"
+            for n in invalid
+        ]
 
 
 def _scope_order(r: MemoryRecord) -> tuple[str, str, str, str]:
