@@ -43,7 +43,7 @@ from tests.serve_kit import memoryd_serve
 REPO = Path(__file__).resolve().parents[1]
 #: what the OpenClaw CLI says when the gateway holds its state database for a moment
 CONTENTION = "another OpenClaw process owns"
-CONTENTION_TRIES = 3
+CONTENTION_TRIES = 6  # waits 2, 4, ... 10 s: 30 s in all (3 tries, 6 s, failed once at load ~8)
 PINNED = REPO / "integrations" / "openclaw" / "e2e"
 NPM = shutil.which("npm")
 pytestmark = pytest.mark.skipif(NPM is None, reason="npm is not installed")
