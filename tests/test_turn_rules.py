@@ -47,6 +47,40 @@ def test_a_long_turn_keeps_its_keyword_match_only_beside_meaning() -> None:
     assert [t[3].id for t in rerank(pool, known, off)] == ["window", "fact", "said"]
 
 
+def test_a_turn_is_lifted_by_its_neighbours_only_beside_meaning_of_its_own() -> None:
+    """A window of code next to the turn that matches (cosine ~0 to the query) is not
+    part of the answer: it gets no neighbour lift, so a short statement that answers in
+    other words ("We now depend on rich too") stays above it; a turn with half the
+    floor's meaning gets half the lift, and with the floor off every neighbour gets all."""
+    s = SearchSettings(
+        neighbour_boost=0.2,
+        neighbour_meaning_floor=0.25,
+        short_turn_penalty=0.0,
+        question_turn_penalty=0.0,
+        long_turn_meaning_floor=0.0,
+    )
+    answer = Candidate("answer", vector=0.7, keyword=0.9, fused=0.78)
+    window = Candidate("window", vector=0.0, keyword=0.375, fused=0.15)
+    reply = Candidate("reply", vector=0.125, keyword=0.0, fused=0.075)
+    statement = Candidate("statement", vector=0.3, keyword=0.0, fused=0.18)
+    known = {
+        "answer": RankFacts(when=0.0, turn=("chat", 1), words=30),
+        "window": RankFacts(when=0.0, turn=("chat", 2), words=40),
+        "reply": RankFacts(when=0.0, turn=("chat", 3), words=20),
+        "statement": RankFacts(when=0.0, turn=("chat", 9), words=8),  # no turn near it
+    }
+    pool = [(c.fused, n, None, c) for n, c in enumerate([answer, statement, window, reply])]
+    out = {t[3].id: t for t in rerank(pool, known, s)}
+    assert "neighbours" not in out["window"][3].extra
+    assert out["window"][0] == pytest.approx(0.15)
+    assert out["reply"][3].extra["neighbours"] == pytest.approx(0.2 * 0.78 * 0.5)
+    assert [t[3].id for t in rerank(pool, known, s)] == ["answer", "statement", "reply", "window"]
+    off = s.model_copy(update={"neighbour_meaning_floor": 0.0})
+    lifted = {t[3].id: t for t in rerank(pool, known, off)}
+    assert lifted["window"][0] == pytest.approx(0.15 + 0.2 * 0.78)
+    assert [t[3].id for t in rerank(pool, known, off)][:3] == ["answer", "window", "reply"]
+
+
 def test_turns_lifted_past_the_top_keep_their_order() -> None:
     """Two turns whose boosts take both past 1.0 are returned at 1.0 but ordered by what
     they scored: the one with the larger lift is not left behind by candidate order."""

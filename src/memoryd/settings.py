@@ -162,6 +162,16 @@ class SearchSettings(BaseModel):
     # in the same conversation (LoCoMo messages path: evidence recall@10 0.746 -> 0.762,
     # held-out conversations 0.723 -> 0.743; 0 turns it off)
     neighbour_boost: float = Field(default=0.2, ge=0.0, le=1.0)
+    # a turn's neighbour lift counts in full only beside some meaning of its own: scaled by
+    # min(1, vector / neighbour_meaning_floor). A window of code or tool output next to a
+    # matching turn (cosine ~0 to the query) was lifted over a short statement that answers
+    # it ("We now depend on rich too" for "Which libraries has the user added?"). R@10 tune /
+    # held-out, in-process (bench/turns_inproc.py), 0 -> 0.25: agentchat seed 35 0.924 /
+    # 0.954 -> 0.946 / 0.954 (plain MiniLM 0.931 / 0.883), seed 36 0.956 / 0.943 -> 0.963 /
+    # 0.948, seed 37 0.950 / 0.909 -> 0.954 / 0.924; LoCoMo 0.812 / 0.779 -> 0.812 / 0.778,
+    # REALTALK 0.611 / 0.556 -> 0.611 / 0.557 (0.4: the same but seed 36 0.963 / 0.943;
+    # 0 turns it off)
+    neighbour_meaning_floor: float = Field(default=0.25, ge=0.0, le=1.0)
     # what a conversation turn says (memoryd.search.turns): a turn shorter than
     # full_turn_words loses up to short_turn_penalty (log scale), a question loses
     # question_turn_penalty; facts and notes are never lowered (0 turns them off)

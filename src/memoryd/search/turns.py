@@ -11,7 +11,11 @@ record is read):
 * **neighbours** (``search.neighbour_boost``): an answer is often spread over
   adjacent turns (a question and its reply, a story told over three messages),
   so a turn is lifted by the boost x the best score among the turns within
-  ``NEIGHBOUR_SPAN`` of it;
+  ``NEIGHBOUR_SPAN`` of it, in proportion to its own meaning
+  (``search.neighbour_meaning_floor``: x min(1, vector / floor)): a window of code
+  or tool output beside a matching turn shares no meaning with the query and is not
+  part of the answer, yet a full lift put it above a short statement that is
+  ("We now depend on rich too" for "Which libraries has the user added?");
 * **what the turn says** (``search.short_turn_penalty``,
   ``search.question_turn_penalty``): chit-chat ("Wow, that's great!") and a
   question put to the other speaker match many queries in wording yet carry
@@ -180,7 +184,10 @@ def rerank(
             thread, turn = f.turn
             near = max(best.get((thread, turn + d), 0.0) for d in span)
             if near > 0 and settings.neighbour_boost > 0:
-                update["neighbours"] = round(settings.neighbour_boost * near, 6)
+                lift = settings.neighbour_boost * near
+                lift *= meaning_share(c.vector, settings.neighbour_meaning_floor)
+                if lift > 0:
+                    update["neighbours"] = round(lift, 6)
             said = prior(f.words, f.asks, settings, f.directs)
             if said < 0:
                 update["turn"] = round(said, 6)
