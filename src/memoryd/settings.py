@@ -169,8 +169,9 @@ class SearchSettings(BaseModel):
     # held-out, in-process (bench/turns_inproc.py), 0 -> 0.25: agentchat seed 35 0.924 /
     # 0.954 -> 0.946 / 0.954 (plain MiniLM 0.931 / 0.883), seed 36 0.956 / 0.943 -> 0.963 /
     # 0.948, seed 37 0.950 / 0.909 -> 0.954 / 0.924; LoCoMo 0.812 / 0.779 -> 0.812 / 0.778,
-    # REALTALK 0.611 / 0.556 -> 0.611 / 0.557 (0.4: the same but seed 36 0.963 / 0.943;
-    # 0 turns it off)
+    # REALTALK 0.611 / 0.556 -> 0.611 / 0.557 (0.1: seed 35 0.935 / 0.954, LoCoMo and
+    # REALTALK as at 0; 0.4: seeds 36 and 37 as at 0.25 but seed 36 held-out 0.943; 0 turns
+    # it off)
     neighbour_meaning_floor: float = Field(default=0.25, ge=0.0, le=1.0)
     # what a conversation turn says (memoryd.search.turns): a turn shorter than
     # full_turn_words loses up to short_turn_penalty (log scale), a question loses
