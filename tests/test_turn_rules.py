@@ -11,6 +11,11 @@ from memoryd.search.turns import rerank
 from memoryd.settings import SearchSettings
 
 
+def _pool(*candidates: Candidate) -> list[tuple[float, int, None, Candidate]]:
+    """A search's best candidates, in order, as the reranker takes them."""
+    return [(c.fused, n, None, c) for n, c in enumerate(candidates)]
+
+
 def test_a_long_turn_keeps_its_keyword_match_only_beside_meaning() -> None:
     """After fusion, among a search's best candidates: a turn longer than
     ``long_turn_words`` (a window of an assistant's explanation) loses the part of its
@@ -32,7 +37,7 @@ def test_a_long_turn_keeps_its_keyword_match_only_beside_meaning() -> None:
         "said": RankFacts(when=0.0, turn=("chat", 9), words=7),
         "fact": RankFacts(when=0.0),  # not a turn: never re-ranked
     }
-    pool = [(c.fused, n, None, c) for n, c in enumerate([window, fact, said])]
+    pool = _pool(window, fact, said)
     out = {t[3].id: t for t in rerank(pool, known, s)}
     # a quarter of the floor's meaning: three quarters of its keyword part go
     assert out["window"][3].extra["meaning"] == pytest.approx(-0.4 * 0.75)
@@ -69,7 +74,7 @@ def test_a_turn_is_lifted_by_its_neighbours_only_beside_meaning_of_its_own() -> 
         "reply": RankFacts(when=0.0, turn=("chat", 3), words=20),
         "statement": RankFacts(when=0.0, turn=("chat", 9), words=8),  # no turn near it
     }
-    pool = [(c.fused, n, None, c) for n, c in enumerate([answer, statement, window, reply])]
+    pool = _pool(answer, statement, window, reply)
     out = {t[3].id: t for t in rerank(pool, known, s)}
     assert "neighbours" not in out["window"][3].extra
     assert out["window"][0] == pytest.approx(0.15)
@@ -129,7 +134,7 @@ def test_a_how_question_ranks_turns_that_are_not_directives_by_meaning_alone() -
         "request": RankFacts(when=0.0, turn=("chat", 5), words=9),  # "next: add validation"
         "liked": RankFacts(when=0.0, turn=("chat", 9), words=10, directs=True),
     }
-    pool = [(c.fused, n, None, c) for n, c in enumerate([window, request, liked])]
+    pool = _pool(window, request, liked)
     out = {t[3].id: t for t in rerank(pool, known, s, how_wanted=True)}
     assert out["window"][3].extra["meaning"] == pytest.approx(-0.4 * 0.9)
     assert out["window"][0] == pytest.approx(0.6 * 0.24)

@@ -654,11 +654,16 @@ class Memory:
                         events.append(MemoryEvent(id=old.id, memory=d.text, event=Event.NONE))
                         continue
                     record = self._supersede(
-                        old, d, category=category, now=now, event_at=event_at, actor=actor
+                        old,
+                        d,
+                        vector_of[id(d)],
+                        category=category,
+                        now=now,
+                        event_at=event_at,
+                        actor=actor,
                     )
                     record.metadata = {**metadata, **said, **record.metadata}
                     record.source = source
-                    record.embedding = vector_of[id(d)]
                     new_records.append(record)
                     events.append(
                         MemoryEvent(
@@ -698,6 +703,7 @@ class Memory:
         self,
         old: MemoryRecord,
         d: Decision,
+        vector: np.ndarray,
         *,
         category: str | None,
         now: datetime,
@@ -707,7 +713,8 @@ class Memory:
         """An UPDATE is a supersession: the new fact becomes a memory of its own, true
         from ``event_at`` (or now), and ``old`` is kept, closed at that time, in state
         ``superseded``, each naming the other (``supersedes`` / ``superseded_by``) and
-        the change in ``old``'s history. Returns the new record, not yet written."""
+        the change in ``old``'s history. Returns the new record (``vector`` its embedding),
+        not yet written."""
         since = event_at or now
         kind = category or old.category or self._fact_class(d.text)
         record = MemoryRecord(
@@ -727,6 +734,7 @@ class Memory:
             updated_at=now,
             event_at=event_at,
         )
+        record.embedding = vector
         stale = [old] + [
             r for r in self.store.get_many([k.id for k in d.also]) if r.state == State.ACTIVE
         ]
@@ -736,7 +744,7 @@ class Memory:
             known.update(x.id for x in alongside)
             stale += alongside
         stale += self._copies(stale, known)
-        stale += self._archived_alike(old, d.text, {r.id for r in stale})
+        stale += self._archived_alike(old, d.text, vector, {r.id for r in stale})
         for r in stale:  # the old value, and any copy of an older one the fact also replaces
             closed = r.model_copy(
                 update={
@@ -755,7 +763,7 @@ class Memory:
         return record
 
     def _archived_alike(
-        self, old: MemoryRecord, text: str, known: set[str]
+        self, old: MemoryRecord, text: str, vector: np.ndarray, known: set[str]
     ) -> builtins.list[MemoryRecord]:
         """The archived facts of ``old``'s user and agent, in any tier, that ``text`` gives
         a new value by the offline rules (a task decay closed: "Noted, Omar is the platform
@@ -768,7 +776,6 @@ class Memory:
             origins=[Origin.FACT],
             states=[State.ARCHIVED],
         )
-        vector = self.embed_texts([text])[0]
         hits = self._candidates(text, vector, scope)
         found = {r.id: r for r in self.store.get_many([i for i, _ in hits]) if r.id not in known}
         similar = [
