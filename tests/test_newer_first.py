@@ -82,6 +82,13 @@ def test_another_thing_of_one_subject_keeps_its_order(memory: Memory, clock: Fak
     clock.now = datetime(2026, 3, 20, 9, tzinfo=UTC)
     owner = _texts(memory, "who owns the search service")
     assert "search" in owner[0], owner
+    # "belong to" names the owner: a newer line about the dashboard's panel says nothing
+    # of who owns it and stays below
+    _said(memory, clock, "Understood, the SLO dashboards belong to Nadia now.", days=0)
+    _said(memory, clock, "The latency panel on the SLO dashboard is empty.", days=10)
+    clock.now = datetime(2026, 3, 20, 9, tzinfo=UTC)
+    dashboards = _texts(memory, "SLO dashboard owner")
+    assert "Nadia" in dashboards[0], dashboards
 
 
 def test_words_compare_by_stem_and_as_one_word(memory: Memory, clock: FakeClock) -> None:

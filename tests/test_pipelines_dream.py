@@ -424,19 +424,35 @@ def test_a_change_puts_the_current_value_above_turns_that_said_the_old_one(
         "On-call handover: Ravi takes over the platform pager from today.",
         "Understood, Ravi is now the platform on-call engineer.",
     )
-    dream_each_day(mem, root, clock, [handover])
+    alerting = (
+        "2026-03-22",
+        "How did the PAY-652 review go?",
+        "The PAY-652 review added an alert on queue depth and a runbook step for draining workers.",
+    )
+    dream_each_day(mem, root, clock, [handover, alerting])
     gone = Filters(agent_id="ops", origins=[Origin.FACT], states=[State.SUPERSEDED])
     superseded = [r.text for r in mem.store.iter_all(gone)]
     assert any("page Omar" in t for t in superseded), superseded  # the archived task too
     assert any("I paged Omar" in t for t in superseded), superseded  # said in passing
+    # one change superseded the three: each of them leads to it (their chains join; the
+    # first version followed one of them, which one depending on the ids drawn)
+    omar = [r.id for r in mem.store.iter_all(gone) if "Omar" in r.text]
+    now = mem._current_of(set(omar))
+    assert len(omar) == 3 and {i: now[i].text for i in omar} == dict.fromkeys(omar, handover[1])
     ws = resolve_workspace(settings, "ops", mem.store)
     index_workspace(mem, ws)
     clock.now = datetime.fromisoformat("2026-03-23T06:00:00+00:00")
     query = "who should I page for an alert"
     user = settings.workspace.user_id
-    hits = [h.text for h in mem.search(query, user_id=user, agent_id="ops", top_k=10)]
+    found = mem.search(query, user_id=user, agent_id="ops", top_k=10)
+    hits = [h.text for h in found]
+    print([(round(h.score, 3), h.text[:50]) for h in found])
     assert "Ravi" in hits[0], hits
     assert any("page Omar" in t for t in hits[1:]), hits
+    # scored as the turn it replaces at its own age: above that turn by the recency gained
+    (omar,) = [h for h in found if "I'll page Omar" in h.text]
+    assert omar.parts.decay is not None and found[0].parts.current == found[0].score
+    assert found[0].score > omar.score + 0.05, (found[0].score, omar.score)
     files = [h.hit.text for h in memory_search(mem, ws, query)]
     assert "Ravi" in files[0], files
     assert any("page Omar" in t for t in files[1:]), files

@@ -68,6 +68,10 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     # an id on the subject side names the subject: two tickets fixed are two facts
     assert compare("PAY-101 is fixed; refunds now round half to even.", "PAY-100 is fixed; refunds now round half to even.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Ravi owns PAY-101.", "Ravi owns PAY-100.")[0] == Verdict.DISTINCT  # fmt: skip
+    # with no relation and no attribute, an id names what the sentence is about
+    assert compare("Let's look at WEB-660, the slow search on the admin page.", "Let's look at WEB-212, the slow search on the admin page.")[0] == Verdict.DISTINCT  # fmt: skip
+    assert compare("Staging host: stg-db-4", "Staging host: stg-db-2")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("The SLO dashboards belong to Nadia now.", "Ana is the owner of the SLO dashboards.")[0] == Verdict.SUPERSEDES  # fmt: skip
     assert compare("Ticket PAY-100 is assigned to Mei now.", "Ticket PAY-100 is assigned to Ravi.")[0] == Verdict.SUPERSEDES  # fmt: skip
     # "X, not Y" names the value replaced, even when the memory names the subject more fully
     assert compare("Alerts post in #dq-pager from today, not #pipeline-alerts.", "Pipeline alerts go to the #pipeline-alerts Slack channel.")[0] == Verdict.SUPERSEDES  # fmt: skip

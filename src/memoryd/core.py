@@ -1284,15 +1284,18 @@ class Memory:
         facts: dict[str, RankFacts],
     ) -> builtins.list[SearchHit]:
         """``found`` with the current value of each out-of-date turn among the first
-        ``window`` hits placed right above it, taking its score.
+        ``window`` hits placed above it.
 
         A turn that said a value since replaced ("Noted, Omar is the platform on-call")
         can match a question better than the change ever will ("who should I page for
         an alert?" shares no word with "Ravi takes over the platform pager"). The fact
         that superseded what the turn says is known, so the search shows it, or the turn
-        that said it, first (brought in when the search did not find it; ``parts.current``
-        holds the score of the hit it passes). Only what the search's scopes admit comes
-        in, and only a value newer than the turn. ``facts`` gains the ones brought in."""
+        that said it, first (brought in when the search did not find it). It answers
+        what the turn answered, so it is scored as the turn was, at its own age: the
+        turn's score with the turn's recency weight swapped for its own (``parts.current``
+        holds that score), and placed by it, at least right above the turn. Only what the
+        search's scopes admit comes in, and only a value newer than the turn. ``facts``
+        gains the ones brought in."""
         chains = {i for h in found[:window] for i in retired_by.get(h.id, ())}
         if not chains:
             return found
@@ -1302,7 +1305,8 @@ class Memory:
             currents = [now_of[i] for i in retired_by.get(h.id, ()) if i in now_of]
             if not currents:
                 continue
-            latest = max(currents, key=lambda r: r.event_at or r.created_at)
+            # the newest; ties broken by what the memories say, not by their random ids
+            latest = max(currents, key=lambda r: (r.event_at or r.created_at, r.created_at, r.text))
             if (latest.event_at or latest.created_at).timestamp() <= facts[h.id].when:
                 continue  # the turn repeats the old value after the change: not this rule's
             place = next(n for n, x in enumerate(out) if x.id == h.id)
@@ -1312,10 +1316,11 @@ class Memory:
             moved = next((x for x in out[place:] if x.id in {r.id for r in sayings}), None)
             if moved is not None:
                 out.remove(moved)
+                score = self._score_as(h, facts[moved.id])
                 hit = moved.model_copy(
                     update={
-                        "score": h.score,
-                        "parts": moved.parts.model_copy(update={"current": h.score}),
+                        "score": score,
+                        "parts": moved.parts.model_copy(update={"current": score}),
                     }
                 )
             else:
@@ -1323,33 +1328,50 @@ class Memory:
                 if not sayings:
                     continue
                 pick = (same_kind or sayings)[0]
+                facts.update(self.store.rank_facts([pick.id]))
+                score = self._score_as(h, facts[pick.id])
                 hit = SearchHit(
                     id=pick.id,
                     text=pick.text,
-                    score=h.score,
-                    parts=ScoreParts(current=h.score),
+                    score=score,
+                    parts=ScoreParts(current=score),
                     record=pick,
                     memory_type=memory_type(pick, self.settings.search.shared_categories),
                 )
-                facts.update(self.store.rank_facts([pick.id]))
+            while place > 0 and out[place - 1].score < score:
+                place -= 1
             out.insert(place, hit)
         return out
+
+    def _score_as(self, turn: SearchHit, current: RankFacts) -> float:
+        """The score of ``turn`` (a hit that says a replaced value) with its recency weight
+        swapped for that of ``current``, the value that replaced it: never below the
+        turn's (the current value is the newer)."""
+        s = self.settings.search
+        weight = turn.parts.decay
+        total = s.decay_similarity_weight + s.decay_recency_weight
+        if weight is None or total <= 0:  # ranked without time decay
+            return turn.score
+        now = facts_weight(current, self.clock(), s)
+        return turn.score + max(0.0, now - weight) * s.decay_recency_weight / total
 
     def _current_of(self, ids: set[str]) -> dict[str, MemoryRecord]:
         """The current fact each of the superseded facts ``ids`` was replaced by, following
         ``superseded_by`` through later changes (a few steps at most)."""
         out: dict[str, MemoryRecord] = {}
-        step = {i: i for i in ids}  # where each chain is now -> the id it started from
+        # where the chains are now -> the ids they started from (one change can supersede
+        # several facts: their chains join)
+        step = {i: [i] for i in ids}
         for _ in range(CHANGES_FOLLOWED):
             if not step:
                 break
-            nxt: dict[str, str] = {}
+            nxt: dict[str, builtins.list[str]] = {}
             for r in self.store.get_many(sorted(step)):
-                start = step[r.id]
-                if r.state == State.ACTIVE and r.id != start:
-                    out[start] = r
+                starts = step[r.id]
+                if r.state == State.ACTIVE and r.id not in starts:
+                    out.update(dict.fromkeys(starts, r))
                 elif (after := r.metadata.get("superseded_by")) and isinstance(after, str):
-                    nxt[after] = start
+                    nxt.setdefault(after, []).extend(starts)
             step = nxt
         return out
 

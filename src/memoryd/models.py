@@ -212,7 +212,7 @@ class ScoreParts(BaseModel):
     meaning: float | None = None
     rerank: float | None = None
     # brought in above a turn that says a value since replaced, as that value's current
-    # one: the score of the out-of-date hit it passes (Memory._current_above)
+    # one: the turn's score at this hit's own age (Memory._current_above)
     current: float | None = None
 
 

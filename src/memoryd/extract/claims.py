@@ -59,7 +59,8 @@ _CHANGE = frozenset(
 _RELATION = frozenset(
     """is are was were runs run running listens listen lives live sits hosted deployed located
     set starts start begins ends gets get has have had go goes built owned maintained led
-    managed called named costs takes points lands serves post posts posted""".split()  # noqa: SIM905
+    managed called named costs takes points lands serves post posts posted belong belongs
+    belonged""".split()  # noqa: SIM905
 )
 #: Relations that hold many values at once: a new value is a change only when said to be.
 _MULTI = frozenset(
@@ -113,6 +114,9 @@ _VERB_ATTRIBUTE = {
     "managed": "manager",
     "manages": "manager",
     "manage": "manager",
+    "belong": "owner",  # "the SLO dashboards belong to Nadia now"
+    "belongs": "owner",
+    "belonged": "owner",
     "led": "lead",
     "leads": "lead",
 }
@@ -335,6 +339,10 @@ def claim(text: str) -> Claim:
                 c.slot.add(t)
             elif purpose:
                 c.purpose.add(t)
+    # "Let's look at WEB-212, the slow search on the admin page.": with no relation and no
+    # attribute to hold a value, an id names what the sentence is about (a ticket, a PR)
+    if pivot is None and not c.attributes:
+        c.names |= {v for v in c.values if value_kind(v) == "id" and v not in _DAYS}
     return c
 
 

@@ -38,8 +38,9 @@ and the words ("It was posted to #data-alerts, the alerts channel" passes "Pipel
 that fact); the newer one must still state, and not be another fact by its words.
 
 The one exception to "only the order": a retired turn among the first ten whose fact's
-successor is known gets that successor (or the turn that said it) placed right above it
-by :meth:`Memory._current_above <memoryd.core.Memory._current_above>`, found or not
+successor is known gets that successor (or the turn that said it) placed above it, scored
+as the turn at the successor's own age, by
+:meth:`Memory._current_above <memoryd.core.Memory._current_above>`, found or not
 ("who should I page for an alert?" matches "Noted, Omar is the platform on-call; I'll
 page Omar if an alert fires." and never "Ravi takes over the platform pager"), and no
 newer hit passes it here (``Evidence.current``). Otherwise which memories come back is
@@ -92,7 +93,7 @@ class _Said:
     """A hit's words, sorted once per search (pairs compare them many times)."""
 
     claim: Claim
-    words: frozenset[str]  # see :func:`said_forms`
+    words: frozenset[str]  # see :func:`said_forms`, and the attributes its claim names
 
 
 def _joined(stems: Sequence[str]) -> set[str]:
@@ -156,7 +157,8 @@ def newer_first(
 
     def said(n: int) -> _Said:
         if n not in parsed:
-            parsed[n] = _Said(claim(hits[n].text), said_forms(hits[n].text))
+            c = claim(hits[n].text)  # "belongs to Nadia" says "owner"
+            parsed[n] = _Said(c, said_forms(hits[n].text) | c.attributes)
         return parsed[n]
 
     pos = 1
