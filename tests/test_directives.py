@@ -33,6 +33,10 @@ LONG_REPLY = (
         ("For HTTP calls I'd go with httpx, not requests.", True),
         ("I'd rather have dataclasses than dicts flying around.", True),
         ("Great work. Use pathlib for file paths, not os.path.", True),
+        ("Switch my status updates to numbered checklists please.", True),
+        ("Please give me status updates as bullet lists, that's easiest for me to read.", True),
+        ("Yes please.", False),  # an answer, not an instruction
+        ("Can you check it please?", False),
         ("I love that!", False),  # chit-chat: a preference names what is liked
         ("I'd love to hear more about it.", False),
         ("Keep it up!", False),

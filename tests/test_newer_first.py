@@ -91,6 +91,55 @@ def test_another_thing_of_one_subject_keeps_its_order(memory: Memory, clock: Fak
     assert "Nadia" in dashboards[0], dashboards
 
 
+def _ordered(memory: Memory, query: str, older: str, newer: str) -> list[str]:
+    """``older`` (said six days before ``newer``, scored a little higher) and ``newer`` as
+    newer-first orders them for ``query``."""
+    hits = [
+        SearchHit(
+            id=str(n),
+            text=t,
+            score=s,
+            parts=ScoreParts(),
+            record=MemoryRecord(id=str(n), text=t, user_id="u"),
+        )
+        for n, (t, s) in enumerate([(older, 0.80), (newer, 0.78)])
+    ]
+    found = newer_first(
+        hits,
+        [Evidence(when=0.0), Evidence(when=6 * 86400.0)],
+        lambda: memory.embed_texts([h.text for h in hits]),
+        names_in(query),
+        query_terms(query),
+        similarity=0.3,
+        margin=0.25,
+        gap_hours=1.0,
+    )
+    return [h.text for h in found]
+
+
+def test_a_change_of_something_else_keeps_its_order(memory: Memory) -> None:
+    """A newer change passes an older statement only when it says some of what the query
+    asks that the older one says, outside the value it names as replaced (the controls: a
+    change of the asked thing passes)."""
+    cases = [
+        (
+            "backfill window",
+            "Got it, the backfill window is 11 days.",
+            "We changed the events topic retention to 96 hours.",
+            "We changed the backfill window to 14 days.",
+        ),
+        (
+            "Airflow ETL schedule",
+            "Got it, ETL start is 5:40 UTC.",
+            "Alerts post in #data-alerts from today, not #etl-oncall.",
+            "The ETL starts at 1:50 UTC from today, not 5:40.",
+        ),
+    ]
+    for query, older, other, change in cases:
+        assert _ordered(memory, query, older, other)[0] == older, query
+        assert _ordered(memory, query, older, change)[0] == change, query
+
+
 def test_words_compare_by_stem_and_as_one_word(memory: Memory, clock: FakeClock) -> None:
     """The newer hit says the query's words though in another form: "paged" is "page",
     "timeout" is "times out" (the rule once compared surface words and held these back)."""

@@ -487,6 +487,16 @@ def test_a_fact_and_its_reply_in_other_words_are_superseded_together(
             "The staging database moved to port 6432.",
             "Got it, staging is on 6432 now.",
         ),
+        (
+            "2026-03-08",
+            "We switched the ingestion service from httpx to pycurl this morning.",
+            "Understood, the ingestion service now uses pycurl for HTTP.",
+        ),
+        (
+            "2026-03-20",
+            "Ingestion is on aiohttp now, the migration landed.",
+            "Great, ingestion's HTTP client library is aiohttp from now on.",
+        ),
     ]
     dream_each_day(mem, root, clock, exchanges)
 
@@ -498,6 +508,9 @@ def test_a_fact_and_its_reply_in_other_words_are_superseded_together(
     assert current("11 days"), current("days")
     assert current("production") == ["Noted, and the production database uses port 5432 too."]
     assert not any("staging" in t for t in current("5432")), current("5432")
+    # a value that is a name, not a number: the statement goes with its reply
+    assert current("pycurl") == [], current("pycurl")
+    assert current("aiohttp"), current("HTTP")
 
 
 def test_every_fact_a_change_supersedes_takes_its_reply_along(

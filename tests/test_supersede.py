@@ -71,6 +71,9 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     # with no relation and no attribute, an id names what the sentence is about
     assert compare("Let's look at WEB-660, the slow search on the admin page.", "Let's look at WEB-212, the slow search on the admin page.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Staging host: stg-db-4", "Staging host: stg-db-2")[0] == Verdict.SUPERSEDES  # fmt: skip
+    # "from X to Y" after the change verb's object; a client library names what is used
+    assert compare("Ingestion is on aiohttp now, the migration landed.", "We switched the ingestion service from httpx to pycurl this morning.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("Great, ingestion's HTTP client library is aiohttp from now on.", "Understood, the ingestion service now uses pycurl for HTTP.")[0] == Verdict.SUPERSEDES  # fmt: skip
     assert compare("The SLO dashboards belong to Nadia now.", "Ana is the owner of the SLO dashboards.")[0] == Verdict.SUPERSEDES  # fmt: skip
     assert compare("Ticket PAY-100 is assigned to Mei now.", "Ticket PAY-100 is assigned to Ravi.")[0] == Verdict.SUPERSEDES  # fmt: skip
     # "X, not Y" names the value replaced, even when the memory names the subject more fully

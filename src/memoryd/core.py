@@ -832,15 +832,21 @@ class Memory:
     ) -> builtins.list[MemoryRecord]:
         """The facts said in the same exchange as ``old`` (the adjacent line of its diary:
         "Backfills may reprocess at most 31 days of data." beside the reply "Noted, the
-        backfill window is 31 days.") that state its old value: one fact in two wordings,
-        superseded together. The words must not tell a sibling apart from ``new_text``
-        (another environment, attribute or kind of value: "prod also uses 5432" stays)."""
+        backfill window is 31 days."; "We switched the ingestion service from httpx to
+        pycurl" beside "Understood, the ingestion service now uses pycurl for HTTP.") that
+        state its old value: one fact in two wordings, superseded together. The words must
+        not tell a sibling apart from ``new_text`` (another environment, attribute or kind
+        of value: "prod also uses 5432" stays)."""
         src = old.source
         if old.origin != Origin.FACT or src is None or src.start_line is None:
             return []
         first, last = src.start_line, src.end_line or src.start_line
         old_claim, new_claim = claim(old.text), claim(new_text)
-        replaced = old_claim.values - new_claim.values
+        # the old value: its numbers and ids, else the words it gives as the value ("uses
+        # pycurl for HTTP"), that the change does not say
+        replaced = old_claim.values - new_claim.values or (
+            old_claim.slot - new_claim.words - new_claim.slot
+        )
         if not replaced:
             return []
         scope = Filters(
@@ -859,7 +865,7 @@ class Memory:
             if not (first - 1 <= at.start_line and (at.end_line or at.start_line) <= last + 1):
                 continue
             said = claim(r.text)
-            if said.values & replaced and claims_unlike(said, new_claim) is None:
+            if (said.values | said.slot) & replaced and claims_unlike(said, new_claim) is None:
                 out.append(r)
         return out
 

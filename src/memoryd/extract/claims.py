@@ -47,7 +47,8 @@ _STOP = frozenset(
     she her they them their what which who whom when where why how all any both each few
     more most other some such no nor not only own same than too very can will just should
     also still again up down out off via per now today currently instead anymore longer
-    please do does did be been being am have having current new latest active ll re ve""".split()  # noqa: SIM905
+    please do does did be been being am have having current new latest active ll re ve
+    morning afternoon evening tonight yesterday""".split()  # noqa: SIM905
 )
 #: Verbs that say a value changed; the new fact carrying one is a change, not an addition.
 _CHANGE = frozenset(
@@ -295,9 +296,12 @@ def claim(text: str) -> Claim:
     # "We bumped the CI runners to 7 jobs": after a change verb the value starts at "to";
     # what comes between is the subject
     value_start = pivot + 1 if pivot is not None else len(raw)
+    changed_to: int | None = None  # where "to" follows a change verb
     if pivot is not None and not inverse and raw[pivot].casefold() in _CHANGE:
-        to = next((n for n in range(pivot + 1, len(raw)) if raw[n].casefold() == "to"), None)
-        value_start = to + 1 if to is not None else value_start
+        changed_to = next(
+            (n for n in range(pivot + 1, len(raw)) if raw[n].casefold() == "to"), None
+        )
+        value_start = changed_to + 1 if changed_to is not None else value_start
     # "from X to Y" / "instead of X": X is the value being replaced
     after_from = False
     purpose = False
@@ -305,6 +309,14 @@ def claim(text: str) -> Claim:
         low = token.casefold()
         if low in ("from", "of") and n > 0 and raw[n - 1].casefold() in _CHANGE | {"instead"}:
             after_from = True
+            continue
+        if (
+            low == "from"
+            and changed_to is not None
+            and pivot is not None
+            and pivot < n < changed_to
+        ):
+            after_from = True  # "We switched the ingestion service from httpx to pycurl"
             continue
         if low == "to" and after_from:
             after_from = False
@@ -354,7 +366,8 @@ def _kinds(values: set[str]) -> set[str]:
 
 #: Head nouns a subject is named with or without ("ingestion" / "the ingestion pipelines").
 _HEADS = frozenset(
-    ["service", "pipeline", "system", "app", "application", "job", "server", "engineer"]
+    """service pipeline system app application job server engineer library client framework
+    tool""".split()  # noqa: SIM905
 )
 
 

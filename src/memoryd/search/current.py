@@ -21,9 +21,11 @@ above an older one when
 * the words do not tell them apart as different facts (:func:`claims.unlike`: another
   environment, attribute or kind of value), every name the query asks about that the
   older one mentions is in the newer one too ("Team Atlas" is not "Team Orion"),
-* the newer one announces a change ("... is Kenji now", "took over", "switched") or says
-  every word of the query that the older one says ("who owns the search service?" does
-  not put "Ravi owns the billing service" above "Ravi owns the search service"); words
+* the newer one says every word of the query that the older one says ("who owns the
+  search service?" does not put "Ravi owns the billing service" above "Ravi owns the
+  search service"), or announces a change ("... is Kenji now", "took over", "switched")
+  and says one of them at least ("We changed the events topic retention to 96 hours"
+  does not pass "the backfill window is 11 days" for "backfill window"); words
   are compared as the keyword index stems them ("paged" says "page"), and two words side
   by side say what they say written as one ("times out" says "timeout", "set up"
   "setup"), and
@@ -94,6 +96,9 @@ class _Said:
 
     claim: Claim
     words: frozenset[str]  # see :func:`said_forms`, and the attributes its claim names
+    # its words but those of the value it names as replaced (", not #etl-oncall" says
+    # nothing about the ETL)
+    anew: frozenset[str]
 
 
 def _joined(stems: Sequence[str]) -> set[str]:
@@ -132,6 +137,14 @@ def _says_more(older: frozenset[str], newer: frozenset[str], terms: list[frozens
     return any(forms & older and not forms & newer for forms in terms)
 
 
+def _says_none(older: frozenset[str], newer: frozenset[str], terms: list[frozenset[str]]) -> bool:
+    """Does the older hit say query words of which the newer one says none? (A change
+    about something else: "We changed the events topic retention to 96 hours" does not
+    pass "the backfill window is 11 days" for "backfill window".)"""
+    asked = [forms for forms in terms if forms & older]
+    return bool(asked) and not any(forms & newer for forms in asked)
+
+
 def newer_first(
     hits: Sequence[SearchHit],
     evidence: Sequence[Evidence],
@@ -158,7 +171,9 @@ def newer_first(
     def said(n: int) -> _Said:
         if n not in parsed:
             c = claim(hits[n].text)  # "belongs to Nadia" says "owner"
-            parsed[n] = _Said(c, said_forms(hits[n].text) | c.attributes)
+            forms = said_forms(hits[n].text) | c.attributes
+            gone = said_forms(" ".join(sorted(c.old))) if c.old else frozenset()
+            parsed[n] = _Said(c, forms, forms - gone)
         return parsed[n]
 
     pos = 1
@@ -187,8 +202,10 @@ def newer_first(
                 new, old = said(j), said(i)
                 if claims_unlike(new.claim, old.claim) is not None:
                     continue
-                if not (new.claim.changes or retired) and _says_more(
-                    old.words, new.words, query_words
+                if not retired and (
+                    _says_none(old.words, new.anew, query_words)
+                    if new.claim.changes
+                    else _says_more(old.words, new.words, query_words)
                 ):
                     continue
                 target = place

@@ -197,15 +197,18 @@ _ASKS_WHEN = re.compile(
 
 #: an instruction or a preference: how the speaker wants things done, said once and meant
 #: for good ("From now on, always use type hints", "Never push to main directly", "Answer
-#: in bullet points please", "I prefer polars over pandas", "I'd rather have dataclasses").
+#: in bullet points please", "Switch my status updates to numbered checklists please",
+#: "Please give me status updates as bullet lists", "I prefer polars over pandas", "I'd
+#: rather have dataclasses").
 #: An imperative counts at the start of a sentence (or after a colon), a preference when
 #: "I prefer / like / want ..." names something ("I love that!" is not a preference).
 _DIRECTS = re.compile(
     r"(?i:\b(?:from now on|going forward|no exceptions|ask me(?: first)?)\b|,\s*please\b"
+    r"|\b\w+(?:\s+[\w'-]+){2,}\s+please\s*(?:[.!]|$)"
     r"|(?:^|[.!?:;]\s+|\n)\W*(?:please\s+)?(?:always|never|don't|do not|avoid|make sure"
     r"|stick (?:to|with)|use|answer|reply|respond|keep(?! (?:it|going|up|in touch|me)\b))\b"
     r"|\bplease (?:always|never|don't|do not|stick|use|keep|format|answer|reply|write|show"
-    r"|make sure)\b"
+    r"|make sure|give|switch|change)\b"
     r"|\b(?:don't|do not|never) \w+(?: \w+){0,6} (?:without|unless)\b"
     r"|\b(?:answer|reply|respond) (?:me )?in\b"
     r"|\bI(?:'d| would)? (?:really |much |also |always |strongly )?"
