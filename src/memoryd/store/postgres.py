@@ -905,6 +905,10 @@ class PostgresStore(SQLStore):
                 f" FROM {s}.kw_stats WHERE true {cond}"
             )
             params: builtins.list[Any] = [terms, *cparams, *cparams]
+            # read the scope's postings twice (document frequencies, then scores), each an
+            # index-only range scan: cheaper than keeping them (~9k rows for a user of
+            # 100k) in a tuplestore and scanning that twice (10.7 -> 9.7 ms)
+            kept = "NOT MATERIALIZED"
         else:
             where, wparams = self.dialect.where(filters)
             rows_sql = f"SELECT seq, kw FROM {self.t_memories} {where}"
@@ -918,9 +922,10 @@ class PostgresStore(SQLStore):
                 f" FROM jsonb_each_text(m.kw)) AS l FROM ({rows_sql}) m) AS lens"
             )
             params = [*wparams, terms, *wparams]
+            kept = "MATERIALIZED"  # the join with the memories runs once
         with self._read() as conn:
             rows = conn.execute(
-                f"""WITH p AS MATERIALIZED ({postings}),
+                f"""WITH p AS {kept} ({postings}),
                 st AS MATERIALIZED ({stats}),
                 w AS MATERIALIZED (
                     SELECT d.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
@@ -1012,8 +1017,9 @@ class PostgresStore(SQLStore):
         ef_search = min(1000, max(limit, ef_search))  # no fewer than asked for
         # a large scope is the graph's: left to itself, the planner reads a user's rows
         # through the scope index and sorts them all (seconds for a user of 100k), since
-        # it cannot tell the graph's cost
-        with self._read() as conn, conn.transaction():
+        # it cannot tell the graph's cost. One pipeline: the transaction, its settings
+        # and the query go out together (one round trip, and one more for the commit)
+        with self._read() as conn, conn.pipeline(), conn.transaction():
             conn.execute("SET LOCAL enable_sort = off")
             if ef_search != self.settings.ef_search:
                 conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
