@@ -1137,8 +1137,9 @@ class Memory:
         if (include_superseded or as_of is not None) and State.SUPERSEDED not in f.states:
             f.states = [*f.states, State.SUPERSEDED]
         as_of = _aware(as_of) if as_of is not None else None
-        if mode != "keyword" and not self.vectors_match():
-            mode = "keyword"  # the stored vectors are another model's: a rebuild is under way
+        # whose vectors the store holds: asked while the query is embedded (a round trip
+        # off the search's path), answered before any vector is compared
+        matching = self._side.submit(self.vectors_match) if mode != "keyword" else None
         n = max(top_k * s.candidate_multiplier, s.min_candidates)
         pool = pool_filters(f, s.shared_categories) if include_shared else None
         scopes = [f] if pool is None else [f, pool]
@@ -1148,6 +1149,8 @@ class Memory:
             else [None] * len(scopes)
         )  # the keyword side runs while the query is embedded
         qvec = self.embed_query(query) if mode != "keyword" else None
+        if matching is not None and not matching.result():
+            mode, qvec = "keyword", None  # another model's vectors: a rebuild is under way
         candidates: builtins.list[Candidate] = []
         for scope, side in zip(scopes, early, strict=True):
             these = hybrid_candidates(
