@@ -2,7 +2,7 @@
 
 The server leaves uvicorn's ``loop`` and ``http`` on "auto", which picks uvloop and
 httptools when they are installed and falls back to asyncio and h11 without a word.
-Both are pinned dependencies: over HTTP they take 1-4 ms off a search of a small
+Both are pinned dependencies: over HTTP they take 1-2 ms off the p50 of a search of a small
 user on PostgreSQL (bench/team.py, README "Running memoryd for a team").
 """
 
