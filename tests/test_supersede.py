@@ -71,6 +71,8 @@ def test_qualifiers_attributes_and_values_decide() -> None:
     # with no relation and no attribute, an id names what the sentence is about
     assert compare("Let's look at WEB-660, the slow search on the admin page.", "Let's look at WEB-212, the slow search on the admin page.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Staging host: stg-db-4", "Staging host: stg-db-2")[0] == Verdict.SUPERSEDES  # fmt: skip
+    # a snake_case name is a value like an id with a digit ("curated_v2" / "gold_tables")
+    assert compare("Curated tables are in gold_tables from today.", "Understood, curated tables live in curated_v2 now.")[0] == Verdict.SUPERSEDES  # fmt: skip
     # "from X to Y" after the change verb's object; a client library names what is used
     assert compare("Ingestion is on aiohttp now, the migration landed.", "We switched the ingestion service from httpx to pycurl this morning.")[0] == Verdict.SUPERSEDES  # fmt: skip
     assert compare("Great, ingestion's HTTP client library is aiohttp from now on.", "Understood, the ingestion service now uses pycurl for HTTP.")[0] == Verdict.SUPERSEDES  # fmt: skip

@@ -163,8 +163,9 @@ _DAYS = frozenset(
 
 
 def _is_value(token: str) -> bool:
-    """Numbers, versions, ids, and the names of days and months (a schedule's value)."""
-    return any(ch.isdigit() for ch in token) or token in _DAYS
+    """Numbers, versions, ids (with a digit, or snake_case: "gold_tables", a dataset's or a
+    table's name), and the names of days and months (a schedule's value)."""
+    return any(ch.isdigit() for ch in token) or "_" in token.strip("_") or token in _DAYS
 
 
 def value_kind(token: str) -> str:
