@@ -171,28 +171,6 @@ def test_a_newer_request_does_not_pass_what_was_said(memory: Memory) -> None:
         "statement": "The data quality report goes out as short prose paragraphs.",
     }
     query = "how does the user want the data quality report"
-    order = {}
-    for kind, text in newer.items():
-        hits = [
-            SearchHit(
-                id=str(n),
-                text=t,
-                score=s,
-                parts=ScoreParts(),
-                record=MemoryRecord(id=str(n), text=t, user_id="u"),
-            )
-            for n, (t, s) in enumerate([(said, 0.80), (text, 0.78)])
-        ]
-        found = newer_first(
-            hits,
-            [Evidence(when=0.0), Evidence(when=6 * 86400.0)],
-            lambda hits=hits: memory.embed_texts([h.text for h in hits]),
-            names_in(query),
-            query_terms(query),
-            similarity=0.3,
-            margin=0.25,
-            gap_hours=1.0,
-        )
-        order[kind] = [h.text for h in found]
+    order = {kind: _ordered(memory, query, said, text) for kind, text in newer.items()}
     assert order["request"][0] == said, order
     assert order["statement"][0] == newer["statement"], order
