@@ -1358,11 +1358,10 @@ class Memory:
         turn's (the current value is the newer)."""
         s = self.settings.search
         weight = turn.parts.decay
-        total = s.decay_similarity_weight + s.decay_recency_weight
-        if weight is None or total <= 0:  # ranked without time decay
+        if weight is None:  # ranked without time decay
             return turn.score
         now = facts_weight(current, self.clock(), s)
-        return turn.score + max(0.0, now - weight) * s.decay_recency_weight / total
+        return turn.score + max(0.0, blend(0.0, now, s) - blend(0.0, weight, s))
 
     def _current_of(self, ids: set[str]) -> dict[str, MemoryRecord]:
         """The current fact each of the superseded facts ``ids`` was replaced by, following
