@@ -237,3 +237,48 @@ def test_work_stored_under_its_topic_closes_too_and_facts_do_not(
     assert run.counts["tasks_closed"] == 2
     states = {text: mem.get(mid).state for text, mid in ids.items()}
     assert list(states.values()) == [State.ARCHIVED, State.ARCHIVED, State.ACTIVE, State.ACTIVE]
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        # when a fact starts to hold is not a deadline
+        "Alerts post in #data-alerts from today, not #pipeline-alerts.",
+        "Nightly ETL is at 3:50 UTC from today.",
+        "Standups move to 9:30 from next week.",
+        "Starting tomorrow the freshness SLA is 2 hours.",
+        # "by" names who, not when
+        "With 14 parallel jobs the CI pipeline is bound by the integration suite.",
+        "Renew the cert by marketing request",
+    ],
+)
+def test_a_fact_with_a_time_in_it_is_not_work_to_do(fact: str) -> None:
+    from memoryd.extract.tasks import wants_doing
+
+    assert not wants_doing(None, fact)
+
+
+def test_a_statement_does_not_close_a_fact_that_says_since_when(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """"Alerts post in #data-alerts from today" is a fact: the incident report that later
+    names #data-alerts does not close it as if it were done work (it was archived, and the
+    change to the next channel then had nothing current to supersede)."""
+    root = workspace(settings, "ops")
+    ids = [
+        mem.add(text, user_id="default", agent_id="ops")[0].id
+        for text in (
+            "Alerts post in #data-alerts from today, not #pipeline-alerts.",
+            "Nightly ETL is at 3:50 UTC from today.",
+            "Deploy the ETL fix by Friday.",
+        )
+    ]
+    write_section(root, "2026-03-21", "16:00", [
+        "**assistant**: It was posted to #data-alerts, the pipeline alerts channel, at 04:12.",
+        "**user**: The nightly ETL started at 3:50 UTC and finished late.",
+        "**user**: Deployed the ETL fix.",
+    ])  # fmt: skip
+    clock.now = datetime.fromisoformat("2026-03-22T02:00:00+00:00")
+    run = run_pipeline(mem, "dream")
+    assert run.counts["tasks_closed"] == 1
+    assert [mem.get(i).state for i in ids] == [State.ACTIVE, State.ACTIVE, State.ARCHIVED]

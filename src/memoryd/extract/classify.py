@@ -128,6 +128,20 @@ _WORDS: dict[str, tuple[str, ...]] = {
         r"sessions?",
     ),
 }
+#: A day or time something can be due by or start from ("Friday", "the 20th", "March").
+DAY = (
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|tonight|today|noon|midnight|eod|eow|"
+    r"(?:the )?(?:weekend|end of|morning|afternoon|evening|deadline|\d{1,2}(?:st|nd|rd|th)\b)|"
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|q[1-4])\b|\d"
+)
+#: When something starts to hold is not when it is due: "Alerts post in #data-alerts
+#: from today" and "Standups move to 9:30 from next week" are facts, not tasks.
+STARTS = re.compile(
+    rf"\b(?:from|as of|starting|since|effective|beginning)(?: on)? (?:(?:next|this|the) )?"
+    rf"(?:{DAY}|now on|now|week)\w*",
+    re.I,
+)
 #: Who wins a tie: the class that expires soonest first (decay's default TTLs).
 _TIE_ORDER = ("tasks", "agents", "system", "personal")
 _PATTERNS = {
@@ -141,7 +155,11 @@ CATEGORY_OF_CLASS = {"tasks": "task"}
 
 def markers(text: str) -> dict[str, list[str]]:
     """The words of ``text`` that point to each class (for explaining a choice)."""
-    return {cls: [m.group(0) for m in p.finditer(text)] for cls, p in _PATTERNS.items()}
+    due = STARTS.sub(" ", text)  # "from next week" says when, not that work is due
+    return {
+        cls: [m.group(0) for m in p.finditer(due if cls == "tasks" else text)]
+        for cls, p in _PATTERNS.items()
+    }
 
 
 def fact_class(text: str) -> str | None:

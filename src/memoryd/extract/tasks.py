@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.extract.classify import fact_class, markers
+from memoryd.extract.classify import DAY, STARTS, fact_class, markers
 
 TASK_CATEGORY = "task"
 #: The digest's category for short-term memory: a tier, not a topic, so the text decides.
@@ -291,16 +291,17 @@ def is_task(category: str | None, text: str) -> bool:
 
 #: "I'll renew the certificate", "Will do": a promise is work still to do.
 _PROMISE = re.compile(r"\b(?:I'll|I will|we'll|we will|will do|I'm going to|I am going to)\b", re.I)
-#: A deadline after an imperative ("Renew the TLS certificate before the 20th").
+#: A deadline after an imperative ("Renew the TLS certificate before the 20th"). "by" names
+#: a time ("by Friday", "by the 20th"), not who did it ("is bound by the integration suite").
 _DEADLINE = re.compile(
-    r"\b(?:before (?:the|my|our|friday|monday|tuesday|wednesday|thursday|\w+day)|by (?:the |next )?"
-    r"\w+|until|this week|next week|tomorrow|tonight|today|eod|end of)\b",
+    rf"\b(?:(?:before|by|until) (?:(?:next|this|the|my|our) )?(?:{DAY})|"
+    r"this week|next week|tomorrow|tonight|today|eod|end of)",
     re.I,
 )
 _NOT_IMPERATIVE = frozenset(
     """the a an this that these those it its we i you they he she our my your their there
     here all every each some no on in at for from after before when if ok okay noted sure
-    yes great thanks got""".split()  # noqa: SIM905
+    yes great thanks got with by during under over of as once while since until""".split()  # noqa: SIM905
 )
 
 
@@ -312,7 +313,9 @@ def wants_doing(category: str | None, text: str) -> bool:
     if is_task(category, text) or markers(text)["tasks"] or _PROMISE.search(text):
         return True
     first = _tokens(text)[:1]
-    return bool(first) and first[0].lower() not in _NOT_IMPERATIVE and bool(_DEADLINE.search(text))
+    if not first or first[0].lower() in _NOT_IMPERATIVE:
+        return False
+    return bool(_DEADLINE.search(STARTS.sub(" ", text)))
 
 
 def is_closed(metadata: dict[str, Any]) -> bool:
