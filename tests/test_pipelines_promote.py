@@ -16,7 +16,9 @@ from memoryd.pipelines.promote import (
     BLOCK_END,
     BLOCK_START,
     BLOCK_TITLE,
+    Candidate,
     concepts,
+    distinct,
     score,
     signals,
     with_promotions,
@@ -593,3 +595,29 @@ def test_a_line_leaves_when_the_fact_taken_from_its_diary_line_is_superseded(
     run = run_pipeline(mem, "promote")
     assert f"- {ack}" not in block_of((root / "MEMORY.md").read_text()), run.notes
     assert any("a fact taken from its diary lines was superseded" in n for n in run.notes)
+
+
+def test_one_value_said_twice_in_other_words_is_promoted_once() -> None:
+    """bench/weeks (data seed 42) promoted "Understood, Spark now uses 48 executors." beside
+    "We raised the Spark jobs to 48 executors.", and two wordings of the staging warehouse
+    project: the concept overlap (0.5) was under the near-duplicate bar. One value of one
+    subject is one line; another subject or another value with the same number is not."""
+
+    def cand(text: str, score: float) -> Candidate:
+        return Candidate(f"id-{score}", text, score, {}, Recall(f"id-{score}", "dev", "u"))
+
+    found = [
+        cand("Understood, Spark now uses 48 executors.", 0.95),
+        cand("We raised the Spark jobs to 48 executors.", 0.94),
+        cand("The staging warehouse project is wh-staging-17.", 0.93),
+        cand("Spark jobs use 64 executors in production.", 0.92),  # another value
+        cand("The search service listens on port 8230.", 0.91),
+        cand("The billing service listens on port 8230.", 0.90),  # another subject
+    ]
+    present = ["Noted, staging uses the wh-staging-17 project."]  # the agent's own line
+    assert [c.text for c in distinct(found, present)] == [
+        "Understood, Spark now uses 48 executors.",
+        "Spark jobs use 64 executors in production.",
+        "The search service listens on port 8230.",
+        "The billing service listens on port 8230.",
+    ]

@@ -261,7 +261,7 @@ def test_a_fact_with_a_time_in_it_is_not_work_to_do(fact: str) -> None:
 def test_a_statement_does_not_close_a_fact_that_says_since_when(
     mem: Memory, settings: Settings, clock: FixedClock
 ) -> None:
-    """"Alerts post in #data-alerts from today" is a fact: the incident report that later
+    """A fact ("Alerts post in #data-alerts from today") is not closed by the report that later
     names #data-alerts does not close it as if it were done work (it was archived, and the
     change to the next channel then had nothing current to supersede)."""
     root = workspace(settings, "ops")

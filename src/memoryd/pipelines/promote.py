@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memoryd.extract.claims import replaced_value_named, says_otherwise
+from memoryd.extract.claims import Verdict, claim, compare, replaced_value_named, says_otherwise
 from memoryd.extract.noise import is_bare_table, is_chitchat
 from memoryd.extract.tasks import is_closed, is_task, wants_doing
 from memoryd.models import Filters, MemoryRecord, Origin, State
@@ -642,20 +642,36 @@ def render_review(ctx: PipelineContext, seen: Review, promoted: list[Candidate])
 
 def distinct(found: list[Candidate], present: list[str]) -> list[Candidate]:
     """Candidates, best first, without the ones MEMORY.md (or a better candidate) already
-    says: the same text, or the same concepts (Jaccard >= ``NEAR_DUPLICATE``)."""
+    says: the same text, or the same fact in other words (:func:`same_line`)."""
     seen_text = {_norm(t) for t in present if t}
-    seen_concepts = [c for c in (concepts(t) for t in present) if c]
+    said = [(t, concepts(t)) for t in present if t]
     out: list[Candidate] = []
     for c in found:
         mine = concepts(c.text)
-        if _norm(c.text) in seen_text or any(
-            _jaccard(mine, o) >= NEAR_DUPLICATE for o in seen_concepts
-        ):
+        if _norm(c.text) in seen_text or any(same_line(c.text, mine, t, o) for t, o in said):
             continue
         out.append(c)
         seen_text.add(_norm(c.text))
-        seen_concepts.append(mine)
+        said.append((c.text, mine))
     return out
+
+
+def same_line(a: str, a_concepts: set[str], b: str, b_concepts: set[str]) -> bool:
+    """Do lines ``a`` and ``b`` say one fact? The same concepts (Jaccard >=
+    ``NEAR_DUPLICATE``: one fact recalled in two versions) unless the offline comparison
+    finds each a fact the other is not ("The search service listens on port 8230." /
+    "The billing service ..."), or one value of one subject in other words, neither
+    saying more than the other but a word ("Understood, Spark now uses 48 executors." /
+    "We raised the Spark jobs to 48 executors.")."""
+    if not a_concepts & b_concepts:
+        return False  # nothing in common (most pairs): no need to compare
+    verdicts = {compare(a, b)[0], compare(b, a)[0]}
+    if _jaccard(a_concepts, b_concepts) >= NEAR_DUPLICATE:
+        return verdicts != {Verdict.DISTINCT}
+    x, y = claim(a), claim(b)
+    return bool(x.values and x.values == y.values and x.words | x.attributes) and (
+        Verdict.SAME in verdicts
+    )
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
