@@ -8,8 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memoryd.core import Memory
+from memoryd.extract.claims import claim
 from memoryd.models import MemoryRecord, ScoreParts, SearchHit
-from memoryd.search.current import Evidence, newer_first, query_terms
+from memoryd.search.current import Evidence, asked_attribute_first, newer_first, query_terms
 from memoryd.search.text import names_in
 from memoryd.settings import SearchSettings
 from tests.conftest import FakeClock
@@ -174,3 +175,55 @@ def test_a_newer_request_does_not_pass_what_was_said(memory: Memory) -> None:
     order = {kind: _ordered(memory, query, said, text) for kind, text in newer.items()}
     assert order["request"][0] == said, order
     assert order["statement"][0] == newer["statement"], order
+
+
+def _hits(*scored: tuple[str, float]) -> list[SearchHit]:
+    return [
+        SearchHit(
+            id=str(n),
+            text=t,
+            score=s,
+            parts=ScoreParts(),
+            record=MemoryRecord(id=str(n), text=t, user_id="u"),
+        )
+        for n, (t, s) in enumerate(scored)
+    ]
+
+
+def test_a_hit_that_states_the_asked_attribute_passes_hits_that_state_another() -> None:
+    """bench/weeks (eng seed 21, week 4): "Kenji took over the Grafana SLO dashboards from
+    the platform team." (an owner, newer, every word of the query but one) ranked above
+    "Understood, Bruno is now the platform on-call engineer." for "who is on call for the
+    platform team". A hit that names no attribute is not passed; nor is one too far above."""
+    asked = frozenset(claim("who is on call for the platform team").attributes)
+    assert asked == {"on-call"}
+    owner = "Kenji took over the Grafana SLO dashboards from the platform team."
+    oncall = "Understood, Bruno is now the platform on-call engineer."
+    neutral = "The platform team meets on Mondays."
+    found = asked_attribute_first(_hits((owner, 0.724), (oncall, 0.718)), asked, margin=0.1)
+    assert [h.text for h in found] == [oncall, owner]
+    assert [h.score for h in found] == [0.724, 0.724]  # scores stay in rank order
+    # another attribute, too far above: kept; a hit that names none: kept
+    assert [h.text for h in asked_attribute_first(
+        _hits((owner, 0.9), (oncall, 0.7)), asked, margin=0.1)] == [owner, oncall]  # fmt: skip
+    assert [h.text for h in asked_attribute_first(
+        _hits((neutral, 0.72), (oncall, 0.71)), asked, margin=0.1)] == [neutral, oncall]  # fmt: skip
+    # a query that asks for no attribute, or the rule off: the order as ranked
+    none = frozenset(claim("who should I page for an alert").attributes)
+    hits = _hits((owner, 0.724), (oncall, 0.718))
+    assert asked_attribute_first(hits, none, margin=0.1) == hits
+    assert asked_attribute_first(hits, asked, margin=0.0) == hits
+
+
+def test_the_search_puts_the_asked_attribute_first(memory: Memory, clock: FakeClock) -> None:
+    """Through Memory.search: the on-call statement comes before a statement of who owns
+    something, three weeks newer (recency alone ranks that one first), for a question
+    about the on-call."""
+    _said(memory, clock, "Understood, Bruno is now the platform on-call engineer.", days=0)
+    _said(memory, clock, "Kenji took over the Grafana SLO dashboards from the platform team.",
+          days=20)  # fmt: skip
+    clock.now = datetime(2026, 3, 23, 9, tzinfo=UTC)
+    query = "who is on call for the platform team"
+    assert "Bruno" in _texts(memory, query)[0]
+    memory.settings.search = SearchSettings(asked_attribute_margin=0.0)
+    assert "Kenji" in _texts(memory, query)[0]  # the rule, not the ranking, put Bruno first

@@ -210,6 +210,10 @@ class SearchSettings(BaseModel):
     # only the first this many hits are reordered, so which ten come first never depends on
     # top_k (deeper, it cost LoCoMo messages-path R@10 0.796 -> 0.730)
     newer_first_window: int = Field(default=10, ge=2, le=100)
+    # among those hits, one that states an attribute the query asks about ("who is on
+    # call?": the on-call) moves above hits that state only other attributes (an owner)
+    # scoring at most this much more (memoryd.search.current.asked_attribute_first; 0: off)
+    asked_attribute_margin: float = Field(default=0.1, ge=0.0, le=1.0)
     # time decay (seed 000): score = w_sim * relevance + w_recency * 0.5 ** (age_days / half_life)
     time_decay: bool = True
     decay_similarity_weight: float = 0.7

@@ -54,6 +54,11 @@ agent chats 0.851 -> 0.818; with the window both are unchanged by construction).
 moved hit takes the score of the one it passes, so scores stay in rank order for what
 comes after (MMR, budgets, clients that sort). An ``as_of`` search asks about the past
 and is left alone.
+
+Before newer-first, :func:`asked_attribute_first` puts a hit that states what the query
+asks for ("who is on call?": the on-call) above close-scored hits that state only another
+attribute ("Kenji took over the Grafana SLO dashboards": an owner), within the same first
+hits and by the same convention for scores.
 """
 
 from __future__ import annotations
@@ -222,4 +227,48 @@ def newer_first(
         hit = hits[n]
         score = moved_score[n]
         out.append(hit if score == hit.score else hit.model_copy(update={"score": score}))
+    return out
+
+
+def asked_attribute_first(
+    hits: Sequence[SearchHit],
+    asked: frozenset[str],
+    *,
+    margin: float,
+    window: int = 10,
+) -> list[SearchHit]:
+    """``hits`` (best first) with each hit that states an attribute the query asks about
+    moved above the hits right before it that state only other attributes, when it scores
+    at most ``margin`` below them; within the first ``window`` hits.
+
+    "who is on call for the platform team?" asks for the on-call (``asked``, the
+    attributes :func:`claims.claim` finds in the query): "Understood, Bruno is now the
+    platform on-call engineer." answers it and "Kenji took over the Grafana SLO dashboards
+    from the platform team." names an owner, however newer it is and however many of the
+    query's words it says. A hit that names no attribute is neither, and stops the move:
+    only a hit known to answer another question is passed. The moved hit takes the score
+    of the first one it passes, so scores stay in rank order."""
+    if not asked or len(hits) < 2 or margin <= 0:
+        return list(hits)
+    out = list(hits)
+    reach = min(len(out), window)
+    named = [claim(h.text).attributes for h in out[:reach]]
+    for pos in range(1, reach):
+        if not named[pos] & asked:
+            continue
+        to = pos
+        while (
+            to > 0
+            and named[to - 1]
+            and not named[to - 1] & asked
+            and out[to - 1].score - out[pos].score <= margin
+        ):
+            to -= 1
+        if to == pos:
+            continue
+        hit = out.pop(pos)
+        attrs = named.pop(pos)
+        score = max(hit.score, out[to].score)
+        out.insert(to, hit if score == hit.score else hit.model_copy(update={"score": score}))
+        named.insert(to, attrs)
     return out
