@@ -1,7 +1,7 @@
 """Weeks of agent life through memoryd's public routes, scored each week (issue 31, item 8).
 
 ```
-python bench/weeks.py [--weeks 5] [--seed 1] [--variant eng|data] [--out PATH]
+python bench/weeks.py [--weeks 5] [--seed 1] [--variant eng|data|home] [--out PATH]
 ```
 
 A seeded scenario (``weeks_scenario.py``: two agents, a second user, facts that change,
@@ -48,7 +48,7 @@ from memoryd.pipelines.runs import run_pipeline
 from memoryd.pipelines.scheduler import SINCE_KEY, missed
 from memoryd.search.tiers import SHARED, memory_type
 from memoryd.settings import ApiKey, Settings
-from weeks_scenario import AGENTS, OTHER_USER, USER, Scenario, generate
+from weeks_scenario import AGENTS, OTHER_USER, USER, VARIANTS, Scenario, generate
 from weeks_score import (
     ChitChat,
     judge_line,
@@ -540,7 +540,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--weeks", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--variant", default="eng", choices=["eng", "data"])
+    ap.add_argument("--variant", default="eng", choices=list(VARIANTS))
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-probe", action="store_true", help="skip the 50 similar facts")
     ap.add_argument("--table", type=Path, help="only print the table of this result JSON")

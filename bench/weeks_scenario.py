@@ -30,7 +30,7 @@ START = datetime.fromisoformat("2026-03-02T06:00:00+00:00")  # a Monday
 AGENTS = ("dev", "ops")
 USER = "default"  # the workspace owner
 OTHER_USER = "mia"  # the second user: her data must never reach USER
-VARIANTS = ("eng", "data")
+VARIANTS = ("eng", "data", "home")
 
 
 # -- ground truth ---------------------------------------------------------------------------
@@ -783,6 +783,243 @@ DATA_FACTS: list[FactBank] = [
     ),
 ]
 
+# A personal assistant's life (``home``): the household agent is ``dev``, the health and
+# schedule agent ``ops``. Written as a check on wording memoryd's rules were not tuned on.
+HOME_FACTS: list[FactBank] = [
+    (
+        "dentist",
+        "ops",
+        "surname",
+        [("My dentist is Dr. {v} at the Elm Street practice.", "Noted, your dentist is Dr. {v}.")],
+        [
+            (
+                "I've switched dentists, I see Dr. {v} now.",
+                "Got it, Dr. {v} is your dentist from now on.",
+            ),
+            (
+                "Dr. {old} retired, so my new dentist is Dr. {v}.",
+                "Understood, I'll book with Dr. {v} next time.",
+            ),
+        ],
+        [
+            (
+                "Can you find a slot for a check-up?",
+                "Dr. {v} has a free check-up slot on the 14th at 10:00.",
+            )
+        ],
+        ["who is my dentist", "where do I get my teeth cleaned", "dentist's name"],
+    ),
+    (
+        "gym_class",
+        "ops",
+        "gymtime",
+        [("My spin class is at {v} on Tuesdays.", "Noted, spin class Tuesdays at {v}.")],
+        [
+            ("They moved spin to {v}, same day.", "OK, spin is at {v} on Tuesdays now."),
+            (
+                "Spin class starts at {v} from next week instead of {old}.",
+                "Updated: spin class at {v}.",
+            ),
+        ],
+        [
+            (
+                "Remind me what to pack for the gym.",
+                "Towel, water bottle and your cycling shoes for spin at {v}.",
+            )
+        ],
+        ["what time is spin class", "when do I cycle at the gym", "gym class time"],
+    ),
+    (
+        "car",
+        "dev",
+        "car",
+        [("I drive a {v}.", "Noted, your car is a {v}.")],
+        [
+            ("Sold the {old}, we bought a {v} last weekend.", "Congratulations on the {v}!"),
+            ("The new car is a {v}.", "Got it, you drive a {v} now."),
+        ],
+        [
+            (
+                "The tyre pressure light came on.",
+                "For your {v} the recommended pressure is on the sticker inside the door.",
+            )
+        ],
+        ["what car do I drive", "which car model do we have", "my car"],
+    ),
+    (
+        "wifi",
+        "dev",
+        "wifi",
+        [("Our home wifi network is called {v}.", "Noted, home wifi network: {v}.")],
+        [
+            ("I renamed the wifi to {v}.", "OK, the home network is {v} now."),
+            (
+                "New router, the network is {v} now, not {old}.",
+                "Thanks, I'll use {v} for the smart plugs.",
+            ),
+        ],
+        [
+            (
+                "The smart plug went offline again.",
+                "I reconnected the smart plug to the {v} network.",
+            )
+        ],
+        [
+            "what is the wifi network called",
+            "home network name",
+            "which SSID do the smart plugs use",
+        ],
+    ),
+    (
+        "diet",
+        "dev",
+        "diet",
+        [("I'm {v}, please keep that in mind for recipes.", "Of course, {v} recipes only.")],
+        [
+            ("I've gone {v} since the start of the month.", "Noted, I'll suggest {v} meals."),
+            ("Actually I'm {v} now, not {old} anymore.", "Understood, {v} it is."),
+        ],
+        [("Plan dinners for this week.", "Here are five {v} dinners for the week.")],
+        ["what diet do I follow", "what can I eat", "recipe restrictions"],
+    ),
+    (
+        "book_club",
+        "ops",
+        "venue",
+        [("Book club meets at {v} on the first Thursday.", "Noted, book club at {v}.")],
+        [
+            ("Book club has moved to {v}.", "Got it, book club now meets at {v}."),
+            (
+                "We're not meeting at {old} anymore, book club is at {v} from now on.",
+                "Updated the calendar: book club at {v}.",
+            ),
+        ],
+        [
+            (
+                "What's the book for this month?",
+                "Ishiguro's Klara and the Sun, discussed at {v} on Thursday.",
+            )
+        ],
+        ["where does book club meet", "book club venue", "where is the reading group"],
+    ),
+    (
+        "landlord_ext",
+        "ops",
+        "ext",
+        [("The landlord's office number is 020 7946 0000, {v}.", "Noted, landlord's office: {v}.")],
+        [
+            (
+                "The letting agent changed phones, it's {v} now.",
+                "Updated the landlord contact to {v}.",
+            ),
+            (
+                "Call {v} for repairs from today, {old} doesn't work anymore.",
+                "OK, repairs line is {v}.",
+            ),
+        ],
+        [
+            (
+                "The boiler is making that noise again.",
+                "I've logged it; call the landlord on {v} if it stops heating.",
+            )
+        ],
+        ["how do I call the landlord", "landlord phone extension", "who do I ring about repairs"],
+    ),
+    (
+        "streaming",
+        "dev",
+        "plan",
+        [("We pay for {v}.", "Noted, your streaming subscription is {v}.")],
+        [
+            ("I downgraded us to {v} to save money.", "OK, your plan is {v} now."),
+            ("Switched the subscription from {old} to {v}.", "Got it, {v} from now on."),
+        ],
+        [("How much do we spend on subscriptions?", "About 38 a month, most of it {v}.")],
+        [
+            "which streaming plan do we have",
+            "what subscription are we paying for",
+            "streaming plan",
+        ],
+    ),
+    (
+        "swim_day",
+        "ops",
+        "swimday",
+        [("Mila's swimming lessons are on {v} mornings.", "Noted, Mila swims on {v}.")],
+        [
+            ("Mila's swimming moved to {v}.", "Updated: swimming lessons on {v} now."),
+            (
+                "The pool changed the timetable, Mila swims on {v} now instead of {old}.",
+                "Got it, {v} for Mila's lessons.",
+            ),
+        ],
+        [("Do I need to pack Mila's goggles?", "Yes, she has her swimming lesson on {v}.")],
+        ["when is Mila's swimming lesson", "which day does Mila swim", "swimming day"],
+    ),
+    (
+        "pharmacy",
+        "ops",
+        "pharmacy",
+        [
+            (
+                "My prescriptions go to {v} on the high street.",
+                "Noted, prescriptions are collected at {v}.",
+            )
+        ],
+        [
+            ("I moved my prescriptions to {v}, it's closer.", "OK, your pharmacy is {v} now."),
+            (
+                "From now on the repeat prescription goes to {v}.",
+                "Got it, repeat prescriptions at {v}.",
+            ),
+        ],
+        [("Is my inhaler ready?", "{v} says the inhaler is ready to collect.")],
+        ["which pharmacy do I use", "where do I pick up my prescription", "pharmacy"],
+    ),
+    (
+        "coffee",
+        "dev",
+        "coffee",
+        [("My usual coffee order is a {v}.", "Noted, a {v} for you.")],
+        [
+            ("I've switched to a {v} these days.", "Got it, {v} it is."),
+            ("No more {old}, I'm on {v} now.", "Understood, your order is a {v}."),
+        ],
+        [("Order coffee for the meeting.", "Ordered five coffees, a {v} for you.")],
+        ["what is my coffee order", "how do I take my coffee", "usual coffee"],
+    ),
+    (
+        "alarm",
+        "ops",
+        "alarm",
+        [("Set my weekday alarm for {v}.", "Done, weekday alarm at {v}.")],
+        [
+            ("Move my weekday alarm to {v}.", "OK, the alarm is at {v} now."),
+            ("I wake up at {v} now, change the alarm.", "Updated, weekday alarm {v}."),
+        ],
+        [("Did I oversleep?", "No, your alarm went off at {v} as usual.")],
+        ["what time is my alarm", "when do I wake up on weekdays", "weekday alarm"],
+    ),
+    (
+        "airline",
+        "dev",
+        "airline",
+        [("When you book flights, I prefer {v}.", "Noted, {v} for flights.")],
+        [
+            ("Book {v} from now on, I joined their loyalty scheme.", "Understood, I'll book {v}."),
+            ("I'm done with {old}, use {v} for flights.", "OK, {v} it is."),
+        ],
+        [
+            (
+                "Find me a flight to Lisbon in May.",
+                "The best {v} flight to Lisbon leaves at 08:40 on the 3rd.",
+            )
+        ],
+        ["which airline should you book", "preferred airline", "who do I fly with"],
+    ),
+]
+
+
 NAMES = ["Leo", "Kenji", "Priya", "Sam", "Ravi", "Ana", "Tomasz", "Ingrid", "Omar", "Yuki",
          "Bruno", "Chidi", "Freya", "Mateo", "Nadia", "Oskar"]  # fmt: skip
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday"]
@@ -796,6 +1033,20 @@ VALUE_POOLS: dict[str, list[str]] = {
     "dbt": ["1.6.9", "1.7.4", "1.8.2", "1.9.1"],
     "channel": ["#data-alerts", "#pipeline-alerts", "#etl-oncall", "#dq-pager"],
     "dataset": ["analytics_curated", "curated_v2", "gold_tables", "warehouse_gold"],
+    # home
+    "surname": ["Okoye", "Lindqvist", "Haddad", "Moreau"],
+    "gymtime": ["6:30 am", "7:15 am", "6:45 pm", "7:30 pm"],
+    "car": ["Honda Civic", "Toyota Corolla", "VW Golf", "Kia Niro"],
+    "wifi": ["Hearth-5G", "NookMesh", "Bramble-Net", "Attic-2G"],
+    "diet": ["vegetarian", "pescatarian", "vegan", "flexitarian"],
+    "venue": ["Marlowe Books", "Ferris Library", "Cafe Lune", "the Old Mill"],
+    "ext": ["ext 214", "ext 307", "ext 519", "ext 642"],
+    "plan": ["Netflix Basic", "Netflix Premium", "Disney Plus", "Apple TV"],
+    "swimday": ["Saturday", "Sunday", "Friday"],
+    "pharmacy": ["Boots", "Lloyds", "Superdrug", "Well Pharmacy"],
+    "coffee": ["flat white", "oat latte", "cortado", "americano"],
+    "alarm": ["6:10", "6:40", "7:05", "5:50"],
+    "airline": ["KLM", "easyJet", "British Airways", "TAP Air"],
 }
 
 
@@ -883,6 +1134,32 @@ STABLE: dict[str, list[tuple[str, str, str, str, str, str]]] = {
             "Raw events land in the raw_events_v3 dataset.",
             "Noted, raw events go to raw_events_v3.",
             "raw_events_v3",
+        ),
+    ],
+    "home": [
+        (
+            "home_postcode",
+            "dev",
+            "home postcode",
+            "Our home postcode is N4 2HB.",
+            "Noted, home postcode N4 2HB.",
+            "N4 2HB",
+        ),
+        (
+            "office_postcode",
+            "ops",
+            "office postcode",
+            "The office postcode is EC1V 9LT.",
+            "Noted, the office is at EC1V 9LT.",
+            "EC1V 9LT",
+        ),
+        (
+            "school_phone",
+            "ops",
+            "Mila's school phone number",
+            "Mila's school office is on 020 7946 0321.",
+            "Noted, school office 020 7946 0321.",
+            "020 7946 0321",
         ),
     ],
 }
@@ -1121,6 +1398,108 @@ TASKS: dict[str, list[tuple[str, str, str, str, str, str, str, str]]] = {
             "The billing consumer ACL is fixed.",
             r"Kafka ACL|consumer ACL",
             r"fixed|reads again",
+        ),
+    ],
+    "home": [
+        (
+            "passport",
+            "ops",
+            "Renew my passport by the end of the month.",
+            "I'll remind you to renew the passport before the month ends.",
+            "Passport renewed, the new one arrives in three weeks.",
+            "Great, the passport renewal is done.",
+            r"passport",
+            r"renewed|renewal is done",
+        ),
+        (
+            "plumber",
+            "dev",
+            "Call the plumber about the leaking tap tomorrow.",
+            "OK, I'll remind you to call the plumber tomorrow.",
+            "Called the plumber, he comes on Thursday to fix the tap.",
+            "Good, the plumber is sorted.",
+            r"plumber",
+            r"called|sorted|comes on",
+        ),
+        (
+            "flights",
+            "dev",
+            "Book flights to Porto for the June trip by Friday.",
+            "Will do, I'll book the Porto flights by Friday.",
+            "Booked the Porto flights, booking reference {n}X.",
+            "Confirmed, the Porto flights are booked.",
+            r"flights? to Porto|Porto flights",
+            r"booked|booking reference",
+        ),
+        (
+            "council_tax",
+            "ops",
+            "Pay the council tax bill by Monday.",
+            "Noted, the council tax is due Monday.",
+            "Paid the council tax, reference {n}.",
+            "Thanks, the council tax is paid.",
+            r"council tax",
+            r"paid",
+        ),
+        (
+            "present",
+            "dev",
+            "Order a birthday present for Mum before Saturday.",
+            "I'll remind you to order Mum's present before Saturday.",
+            "Ordered Mum's present, it arrives on Friday.",
+            "Lovely, the present is ordered.",
+            r"present for Mum|Mum's present",
+            r"ordered|arrives",
+        ),
+        (
+            "mot",
+            "dev",
+            "Book the car's MOT this week.",
+            "OK, the MOT gets booked this week.",
+            "MOT booked for the {k}th at the Station Road garage.",
+            "Done, the MOT is booked.",
+            r"\bMOT\b",
+            r"booked",
+        ),
+        (
+            "vet",
+            "ops",
+            "Take Biscuit to the vet for her jab by next week.",
+            "I'll remind you about Biscuit's vaccination.",
+            "Biscuit had her jab at the vet this morning.",
+            "Great, Biscuit is vaccinated.",
+            r"Biscuit",
+            r"had her jab|vaccinated",
+        ),
+        (
+            "insurance",
+            "ops",
+            "Renew the home insurance before the 20th.",
+            "Noted, the home insurance renewal is before the 20th.",
+            "Renewed the home insurance with the same cover.",
+            "The home insurance renewal is done.",
+            r"home insurance",
+            r"renewed|renewal is done",
+        ),
+        (
+            "trip_form",
+            "ops",
+            "Sign Mila's school trip form by Wednesday.",
+            "I'll remind you to sign the trip form by Wednesday.",
+            "Signed and returned Mila's trip form.",
+            "Good, the trip form is handed in.",
+            r"trip form",
+            r"signed|handed in",
+        ),
+        (
+            "gutters",
+            "dev",
+            "Clean the gutters before the weekend.",
+            "OK, the gutters before the weekend.",
+            "Cleaned the gutters, they were full of leaves.",
+            "Nice, the gutters are clean.",
+            r"gutters",
+            r"cleaned|are clean",
         ),
     ],
 }
@@ -1442,7 +1821,7 @@ def generate(seed: int = 1, variant: str = "eng", weeks: int = 5) -> Scenario:
     workdays = [d for d in range(days) if day_of[d].weekday() < 5]
 
     # facts that change: stated in week 1, changed once or twice later
-    bank = ENG_FACTS if variant == "eng" else DATA_FACTS
+    bank = {"eng": ENG_FACTS, "data": DATA_FACTS, "home": HOME_FACTS}[variant]
     chosen = rng.sample(bank, k=min(11, len(bank)))
     used: set[str] = {"5432", "6380", "9094", "7719"}
     facts: list[Fact] = []

@@ -31,7 +31,9 @@ def test_a_seed_is_a_scenario() -> None:
     assert [f.values[0][1] for f in other.facts] != [f.values[0][1] for f in a.facts]
     data = weeks_scenario.generate(1, "data", 2)
     assert {f.key for f in data.facts}.isdisjoint({f.key for f in a.facts})
-    for sc in (a, other, data):
+    home = weeks_scenario.generate(1, "home", 2)  # a personal assistant's life
+    assert {f.key for f in home.facts}.isdisjoint({f.key for f in a.facts + data.facts})
+    for sc in (a, other, data, home, weeks_scenario.generate(4, "home", 5)):
         tokens = [v for f in sc.facts for _, v in f.values]
         assert len(tokens) == len(set(tokens))  # no value token means two facts
         assert all(len(f.values) >= 2 for f in sc.facts)  # every fact changes
