@@ -95,16 +95,7 @@ def test_another_thing_of_one_subject_keeps_its_order(memory: Memory, clock: Fak
 def _ordered(memory: Memory, query: str, older: str, newer: str) -> list[str]:
     """``older`` (said six days before ``newer``, scored a little higher) and ``newer`` as
     newer-first orders them for ``query``."""
-    hits = [
-        SearchHit(
-            id=str(n),
-            text=t,
-            score=s,
-            parts=ScoreParts(),
-            record=MemoryRecord(id=str(n), text=t, user_id="u"),
-        )
-        for n, (t, s) in enumerate([(older, 0.80), (newer, 0.78)])
-    ]
+    hits = _hits((older, 0.80), (newer, 0.78))
     found = newer_first(
         hits,
         [Evidence(when=0.0), Evidence(when=6 * 86400.0)],
