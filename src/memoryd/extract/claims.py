@@ -22,7 +22,15 @@ two facts are *about* similar things; it cannot tell "staging moved to port
   so two ids there are two subjects: ADD;
 * nothing differs (a paraphrase, or a fact the memory already says): NONE.
 
-Measured on ``tests/data/supersede_pairs.json`` (70 labelled pairs) by
+Words of everyday life need four more things: a name of several capitalised words is one
+value ("Virgin Media", "Dr. Okoye"); with no relation word, the verb after a pronoun is the
+relation ("I bank with Barclays": the speaker is the subject, so a fact that names
+Barclays as replaced changes it); a clause that says a value ended ("No more Tesco, ...",
+"Dr. Okoye retired, so ...") names the old value; and a sentence of several clauses that
+announces a change is compared clause by clause ("The council changed collection, bins
+go out on Thursday night now.").
+
+Measured on ``tests/data/supersede_pairs.json`` (labelled pairs) by
 ``tests/test_supersede.py``; the figures are in the README ("How memoryd
 decides what is current").
 """
@@ -89,7 +97,7 @@ _ATTRIBUTES = frozenset(
 )
 _UNITS = frozenset(
     """second seconds sec secs s minute minutes min mins hour hours h day days week weeks
-    ms gb mb kb tb million thousand k m request requests rps qps percent utc""".split()  # noqa: SIM905
+    ms gb mb kb tb million thousand k m request requests rps qps percent utc pm""".split()  # noqa: SIM905
 )
 _SYNONYMS = {
     "db": "database",
@@ -142,6 +150,7 @@ class Claim:
     purpose: set[str] = field(default_factory=set)  # "... for HTTP calls": what the value is for
     old: set[str] = field(default_factory=set)  # "from X": the value the fact replaces
     names: set[str] = field(default_factory=set)  # ids on the subject side ("PAY-100 is fixed")
+    subject: set[str] = field(default_factory=set)  # the other words, on the subject side
     multi: bool = False  # its relation holds many values (uses, prefers)
     changes: bool = False  # it says a value changed (moved, now, instead, ...)
 
@@ -164,12 +173,19 @@ _DAYS = frozenset(
 
 def _is_value(token: str) -> bool:
     """Numbers, versions, ids (with a digit, or snake_case: "gold_tables", a dataset's or a
-    table's name), and the names of days and months (a schedule's value)."""
-    return any(ch.isdigit() for ch in token) or "_" in token.strip("_") or token in _DAYS
+    table's name), names of more than one word ("Virgin Media", "Dr. Okoye": see
+    :func:`_tokens`) and the names of days and months (a schedule's value)."""
+    return (
+        any(ch.isdigit() for ch in token)
+        or "_" in token.strip("_")
+        or " " in token
+        or token in _DAYS
+    )
 
 
 def value_kind(token: str) -> str:
-    """time, percent, version, number or id: two values are comparable when of one kind."""
+    """time, percent, version, number, name or id: two values are comparable when of one
+    kind."""
     if re.fullmatch(r"\d{1,2}:\d{2}(?::\d{2})?", token) or token in _DAYS:
         return "time"
     if token.endswith("%"):
@@ -178,6 +194,8 @@ def value_kind(token: str) -> str:
         return "version"
     if re.fullmatch(r"\d+(?:[.,]\d+)?[kmgt]?b?", token):
         return "number"
+    if " " in token:
+        return "name"
     return "id"
 
 
@@ -257,6 +275,130 @@ def inner_claims(text: str) -> list[str]:
     return out
 
 
+#: Words that open a name ("Dr. Okoye"), kept with it.
+_TITLES = frozenset(["dr", "mr", "mrs", "ms", "prof", "st"])
+
+
+def _capital(token: str) -> bool:
+    """Could ``token`` be a word of a name: capitalised, not a stop word, no digit."""
+    low = token.casefold()
+    return (
+        token[:1].isupper()
+        and token != "I"
+        and low not in _STOP
+        and low not in _QUALIFIERS
+        and token not in _UPPER_QUALIFIERS
+        and not any(ch.isdigit() for ch in token)
+    )
+
+
+def _tokens(text: str, fragment: bool = False) -> list[str]:
+    """The words of ``text``, a name of two or more capitalised words kept as one token
+    ("Virgin Media", "Dr. Okoye", "the Old Mill"): one value, not several words. A single
+    capitalised word stays a word, and so does a sentence's first (a name and the first
+    word of a sentence look alike) unless ``text`` is a fragment cut from a sentence."""
+    found = list(_RAW.finditer(text))
+    raw = [m.group() for m in found]
+    out: list[str] = []
+    n = 0
+    while n < len(raw):
+        end = n
+        while end < len(raw) and _capital(raw[end]):
+            end += 1
+        # a sentence's first word is capitalised anyway ("Send Ravi the plan"): it starts a
+        # name only as a title ("Dr. Okoye retired")
+        before = text[: found[n].start()].rstrip(" \"'(")
+        opens = (not before and not fragment) or before[-1:] in (".", "!", "?", ":", ";")
+        if end - n >= 2 and opens and _norm(raw[n]) not in _TITLES:
+            out.append(raw[n])
+            n += 1
+            continue
+        if end - n >= 2:
+            out.append(" ".join(raw[n:end]))
+            n = end
+        else:
+            out.append(raw[n])
+            n += 1
+    return out
+
+
+#: Who a sentence can be about without naming a subject: "I drive a Honda Civic", "we pay
+#: for Netflix": the word after one is the relation, everything after it the value.
+_PRONOUNS = frozenset(["i", "we", "you", "they", "he", "she", "it"])
+#: Between a pronoun and its verb: "have" ("I've gone") and adverbs; "I'll send" is an
+#: intention, not a state, so "will" ends the search.
+_BETWEEN = frozenset(
+    "ve also usually always just still often never really actually currently".split()  # noqa: SIM905
+)
+_CONTRACTED_BE = frozenset(["m", "re", "s"])  # "I'm vegan", "we're with EDF", "it's Padella"
+
+
+def _pronoun_verb(raw: list[str]) -> int | None:
+    """Where the verb of "<pronoun> <verb> ..." is, when nothing else names a relation."""
+    for n, token in enumerate(raw[:-1]):
+        if token.casefold() not in _PRONOUNS:
+            continue
+        k = n + 1
+        while k < len(raw) and raw[k].casefold() in _BETWEEN:
+            k += 1
+        if k >= len(raw):
+            return None
+        low = raw[k].casefold()
+        if low in _CONTRACTED_BE:
+            return k
+        # a habit or a state ("I drive", "we pay", "I've gone"), not an event ("I paged
+        # Omar, the platform on-call, ...": what follows is not a value of the speaker)
+        perfect = raw[k - 1].casefold() == "ve"
+        if (
+            low.isalpha()
+            and low.islower()
+            and low not in _STOP
+            and (perfect or not low.endswith("ed"))
+        ):
+            return k
+        return None
+    return None
+
+
+#: A clause that says a value ended: "No more flat white, ...", "Dr. Okoye retired, so
+#: ...", "We're not meeting at Cafe Lune anymore, ...", "ext 214 doesn't work anymore".
+_ENDED = re.compile(
+    r"\b(?:not|no more|no longer|anymore|retired|sold|cancell?ed|quit|done with|stopped"
+    r"|gave up)\b|n't\b",
+    re.IGNORECASE,
+)
+_CLAUSE = re.compile(r"\s*[,;]\s*(?:so\s+|and\s+|but\s+)?")
+
+
+def _ended_clause(text: str) -> tuple[set[str], str] | None:
+    """The values a clause of ``text`` says ended, and ``text`` without that clause; None
+    when no clause does, or when nothing else is left to say the new value."""
+    clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+    if len(clauses) < 2:
+        return None
+    for n, clause in enumerate(clauses):
+        if not _ENDED.search(clause):
+            continue
+        rest = [c for m, c in enumerate(clauses) if m != n]
+        if any(_ENDED.search(c) for c in rest):
+            return None
+        tokens = [_norm(t) for t in _tokens(clause, fragment=n > 0)]
+        said = {t for t in tokens if _is_value(t)}
+        if not said:  # "No more flat white": the words left once the signal is gone
+            said = {
+                t
+                for t in tokens
+                if t not in _STOP
+                and t not in _ATTRIBUTES
+                and t not in _VERBS
+                and not _ENDED.fullmatch(t)
+                and t not in ("isn", "doesn", "don", "aren", "won", "t", "more")
+            }
+        if said:
+            return said, ", ".join(rest)
+    return None
+
+
 def units(text: str) -> set[str]:
     """The words right after a number ("40 seconds", "12 GB", "9 parallel jobs")."""
     return {_norm(u) for _, u in _UNIT_AFTER.findall(_plain(text))}
@@ -268,10 +410,15 @@ def claim(text: str) -> Claim:
     c = Claim()
     replaced = _NOT_OLD.search(text)
     if replaced is not None:  # "..., not #pipeline-alerts": the old value, said outright
-        c.old = {_norm(t) for t in _RAW.findall(replaced.group(1))} - _STOP
+        c.old = {_norm(t) for t in _tokens(replaced.group(1), fragment=True)} - _STOP
         c.changes = True
         text = text[: replaced.start()] + text[replaced.end() :]
-    raw = _RAW.findall(text)
+    ended = _ended_clause(text)
+    if ended is not None:  # "No more flat white, I'm on oat latte now"
+        c.old |= ended[0]
+        c.changes = True
+        text = ended[1]
+    raw = _tokens(text)
     pivot: int | None = None
     inverse = False
     for n, token in enumerate(raw):
@@ -284,6 +431,8 @@ def claim(text: str) -> Claim:
             c.changes = True
         if low in _VERB_ATTRIBUTE:
             c.attributes.add(_VERB_ATTRIBUTE[low])
+    if pivot is None:
+        pivot = _pronoun_verb(raw)
     # "Kenji is the ingestion pipeline owner", "Omar is on call": a name before "is" and a
     # role after it; the role is the subject, who holds it the value (as in "Kenji owns ...")
     if (
@@ -322,13 +471,13 @@ def claim(text: str) -> Claim:
         if low == "to" and after_from:
             after_from = False
             continue
-        if low == "for" and pivot is not None and n > pivot:
+        if low == "for" and pivot is not None and n > pivot + 1:
             purpose = True  # "uses pydantic for validation": what it is for is subject
         t = _norm(token)
         if after_from and t not in _STOP:
             c.old.add(t)
             continue
-        if low in _STOP or low in _CHANGE or low in _RELATION or low in _MULTI or low in _INVERSE:
+        if n == pivot or low in _STOP or low in _VERBS:
             continue
         if len(t) < 2 and not _is_value(t):
             continue
@@ -337,7 +486,7 @@ def claim(text: str) -> Claim:
         if _is_value(t):
             c.values.add(t)
             on_subject_side = pivot is not None and (n > pivot if inverse else n < pivot)
-            if on_subject_side and value_kind(t) == "id" and t not in _DAYS:
+            if on_subject_side and value_kind(t) in ("id", "name") and t not in _DAYS:
                 c.names.add(t)
         elif t in _QUALIFIERS or token in _UPPER_QUALIFIERS:
             c.qualifiers.add(t)
@@ -352,6 +501,8 @@ def claim(text: str) -> Claim:
                 c.slot.add(t)
             elif purpose:
                 c.purpose.add(t)
+            else:
+                c.subject.add(t)
     # "Let's look at WEB-212, the slow search on the admin page.": with no relation and no
     # attribute to hold a value, an id names what the sentence is about (a ticket, a PR)
     if pivot is None and not c.attributes:
@@ -392,7 +543,38 @@ def compare(
     """What ``new`` does to the memory ``old``, and why (for the history's reason).
 
     ``similarity`` (cosine of the two) at or above ``same_at`` makes a fact that only
-    rewords the memory, with no new value, the same fact ("happens on Tuesday")."""
+    rewords the memory, with no new value, the same fact ("happens on Tuesday").
+
+    A sentence of several clauses that announces a change ("The council changed
+    collection, bins go out on Thursday night now.") is compared clause by clause too
+    when the whole finds another fact: a clause that gives the memory's subject a new
+    value (against the memory or a clause of it: "I'm vegan, please keep that in mind")
+    supersedes it."""
+    verdict, why = _compare(new, old, similarity, same_at)
+    if verdict != Verdict.DISTINCT or not announces_change(new):
+        return verdict, why
+    if _another_subject(claim(new), claim(old)) is not None:  # "PAY-101" / "PAY-100"
+        return verdict, why
+    ours, theirs = _clauses(new), _clauses(old)
+    if len(ours) < 2 and len(theirs) < 2:
+        return verdict, why
+    for a in ours:
+        for b in theirs:
+            if (a, b) == (new, old) or _another_subject(claim(a), claim(b)) is not None:
+                continue
+            if _compare(a, b, 0.0, 1.0)[0] == Verdict.SUPERSEDES:
+                return Verdict.SUPERSEDES, f"a clause gives a new value: {a!r} / {b!r}"
+    return verdict, why
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` and, when it has several, its clauses of three words or more."""
+    plain = _plain(text)
+    parts = [c.strip() for c in _CLAUSE.split(plain) if len(_RAW.findall(c)) >= 3]
+    return [text, *parts] if len(parts) > 1 else [text]
+
+
+def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Verdict, str]:
     n, o = claim(new), claim(old)
     why = _another_subject(n, o)
     if why is not None:
@@ -406,6 +588,11 @@ def compare(
         # memory may name the subject more fully ("Pipeline alerts" / "Alerts")
         if replaced and not only_new - n.slot - n.purpose:
             return Verdict.SUPERSEDES, "same subject, the value it names replaced"
+        # "I moved my current account from Barclays to Monzo" after "I bank with
+        # Barclays": the memory names no subject but the speaker, and its value is the
+        # one replaced
+        if replaced and not o.subject and not o.names and o.slot | o.values <= n.old | n.words:
+            return Verdict.SUPERSEDES, "the speaker's value, named as replaced"
         if only_new & n.purpose and only_old & o.purpose:
             return Verdict.DISTINCT, "another purpose"
         # what a value is for, said by one side only ("... for its HTTP calls"), is neither
@@ -434,7 +621,10 @@ def compare(
             return Verdict.DISTINCT, "nothing in common but the kind of value"
         return Verdict.SUPERSEDES, "same subject and attribute, a new value"
     if (new_values and not old_values) or only_new:
-        if replaced or (n.changes and only_new and only_new <= n.slot):
+        # "The docs site moved to Cloudflare Pages" after "... is hosted on Netlify": a
+        # name in place of the words the memory gave as the value
+        named_instead = new_values and only_old and only_old <= o.slot and not only_new
+        if replaced or (n.changes and (only_new or named_instead) and only_new <= n.slot):
             return Verdict.SUPERSEDES, "same subject, the value replaced"
         if similarity >= same_at and not new_values:
             return Verdict.SAME, f"reworded (similarity {similarity:.2f})"
