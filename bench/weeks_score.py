@@ -58,9 +58,16 @@ def about(text: str, fact: Fact) -> bool:
 
 
 def value_said(text: str, fact: Fact, at: datetime) -> str | None:
-    """``current``, ``stale`` (a superseded value only) or None, at time ``at``."""
+    """``current``, ``stale`` (a superseded value only) or None, at time ``at``.
+
+    A text is about the fact when it shares a word with the fact's questions, or when it
+    names two of the fact's values ("Sold the Toyota Corolla, we bought a Honda Civic":
+    a change of the car, said without the word "car")."""
     current = fact.current(at)
-    if current is None or not about(text, fact):
+    if current is None:
+        return None
+    named = [v for v in dict.fromkeys((current, *fact.superseded(at))) if mentions(text, v)]
+    if not (about(text, fact) or len(named) >= 2):
         return None
     if mentions(text, current):
         return "current"

@@ -58,6 +58,8 @@ def test_the_scorer_reads_values_tasks_and_chitchat() -> None:
     assert weeks_score.value_said(f"{subject}: {old}", fact, t1) == "stale"
     assert weeks_score.value_said(f"{subject} moved from {old} to {new}", fact, t1) == "current"
     assert weeks_score.value_said(f"the lunch order was {old}", fact, t1) is None  # not about it
+    # two of the fact's values say what it is about, without a word of its questions
+    assert weeks_score.value_said(f"Sold the {old}, we bought the {new}", fact, t1) == "current"
 
     task = next(t for t in sc.tasks if t.done_at)
     assert task.done_at is not None

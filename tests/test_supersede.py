@@ -71,6 +71,11 @@ def test_names_speakers_ended_values_and_clauses() -> None:
     assert compare("The council changed collection, bins go out on Thursday night now.", "Bins go out on Wednesday night.")[0] == S  # fmt: skip
     assert compare("Actually I'm pescatarian now, not vegetarian anymore.", "I'm vegetarian, please keep that in mind for recipes.")[0] == S  # fmt: skip
     assert compare("Recycling goes out on Friday morning now, bins stay on Wednesday.", "Bins go out on Wednesday night.")[0] == D  # fmt: skip
+    assert compare("Sold the Honda Civic, we bought a Toyota Corolla last weekend.", "I drive a Honda Civic.")[0] == S  # fmt: skip
+    # a change that names the memory's subject more closely, and one that names another
+    assert compare("From now on the repeat prescription goes to Boots.", "My prescriptions go to Well Pharmacy on the high street.")[0] == S  # fmt: skip
+    assert compare("The repeat prescription goes to Boots.", "My prescriptions go to Well Pharmacy on the high street.")[0] == D  # fmt: skip
+    assert compare("The billing service now listens on port 8231.", "The search service listens on port 8230.")[0] == D  # fmt: skip
     # "7:30 pm" and "7:15 am" are two times of one thing
     assert compare("They moved spin to 7:30 pm, same day.", "They moved spin to 7:15 am, same day.")[0] == S  # fmt: skip
 

@@ -582,22 +582,36 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
     replaced = _replaces(n, o)
     only_new, only_old = _drop_kinds(n.words - o.words - n.old, o.words - n.words)
     new_values, old_values = n.values - o.values - n.old, o.values - n.values
+    # "I moved my current account from Barclays to Monzo" after "I bank with Barclays",
+    # "Sold the Honda Civic, we bought ..." after "I drive a Honda Civic": the memory names
+    # no subject but the speaker, and its value is the one replaced
+    if (
+        replaced
+        and o.slot | o.values
+        and not o.subject
+        and not o.names
+        and o.slot | o.values <= n.old | n.words
+    ):
+        return Verdict.SUPERSEDES, "the speaker's value, named as replaced"
     if only_new and only_old:
         # both sides say something the other does not: another subject, or a new value
         # it names the old value as replaced and adds nothing but its new value: the
         # memory may name the subject more fully ("Pipeline alerts" / "Alerts")
         if replaced and not only_new - n.slot - n.purpose:
             return Verdict.SUPERSEDES, "same subject, the value it names replaced"
-        # "I moved my current account from Barclays to Monzo" after "I bank with
-        # Barclays": the memory names no subject but the speaker, and its value is the
-        # one replaced
-        if replaced and not o.subject and not o.names and o.slot | o.values <= n.old | n.words:
-            return Verdict.SUPERSEDES, "the speaker's value, named as replaced"
         if only_new & n.purpose and only_old & o.purpose:
             return Verdict.DISTINCT, "another purpose"
         # what a value is for, said by one side only ("... for its HTTP calls"), is neither
         # subject nor value
-        if not (only_new <= n.slot | n.purpose and only_old <= o.slot | o.purpose):
+        # "From now on the repeat prescription goes to Boots" after "My prescriptions go
+        # to Well Pharmacy ...": a change that names the memory's subject more closely
+        narrower = (
+            n.changes
+            and o.subject
+            and o.subject <= n.subject
+            and only_new - n.slot - n.purpose <= n.subject
+        )
+        if not (only_new <= n.slot | n.purpose or narrower) or not only_old <= o.slot | o.purpose:
             return Verdict.DISTINCT, "another subject"
         anchors = (n.words & o.words) - n.slot - o.slot
         if not (anchors or n.attributes & o.attributes or n.qualifiers & o.qualifiers):
