@@ -611,7 +611,17 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
             and o.subject <= n.subject
             and only_new - n.slot - n.purpose <= n.subject
         )
-        if not (only_new <= n.slot | n.purpose or narrower) or not only_old <= o.slot | o.purpose:
+        # "OK, the home network is NookMesh now" after "Our home wifi network is called
+        # Hearth-5G": a change that names the subject less fully
+        broader = (
+            n.changes
+            and n.subject
+            and n.subject <= o.subject
+            and only_old - o.slot - o.purpose <= o.subject
+        )
+        if not (only_new <= n.slot | n.purpose or narrower) or not (
+            only_old <= o.slot | o.purpose or broader
+        ):
             return Verdict.DISTINCT, "another subject"
         anchors = (n.words & o.words) - n.slot - o.slot
         if not (anchors or n.attributes & o.attributes or n.qualifiers & o.qualifiers):
