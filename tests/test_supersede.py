@@ -76,6 +76,7 @@ def test_names_speakers_ended_values_and_clauses() -> None:
     assert compare("From now on the repeat prescription goes to Boots.", "My prescriptions go to Well Pharmacy on the high street.")[0] == S  # fmt: skip
     assert compare("The repeat prescription goes to Boots.", "My prescriptions go to Well Pharmacy on the high street.")[0] == D  # fmt: skip
     assert compare("The billing service now listens on port 8231.", "The search service listens on port 8230.")[0] == D  # fmt: skip
+    assert compare("Nadia took over the Grafana SLO dashboards from the platform team.", "Ravi takes over the platform pager.")[0] == D  # fmt: skip
     assert compare("OK, the home network is NookMesh now.", "Our home wifi network is called Hearth-5G.")[0] == S  # fmt: skip
     assert compare("The home network is NookMesh.", "Our home wifi network is called Hearth-5G.")[0] == D  # fmt: skip
     # "7:30 pm" and "7:15 am" are two times of one thing

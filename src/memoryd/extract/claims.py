@@ -40,12 +40,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
+
+import Stemmer
 
 
 class Verdict(StrEnum):
     SAME = "same"  # the memory already says it (NONE)
     SUPERSEDES = "supersedes"  # same subject and attribute, a new value (UPDATE)
     DISTINCT = "distinct"  # another fact (ADD)
+
+
+_STEMMER = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """``word`` as the keyword index stems it ("swims", "swimming": "swim"); values and
+    names are kept whole."""
+    return word if not word.isalpha() or len(word) < 4 else _STEMMER.stemWord(word)
 
 
 _RAW = re.compile(r"[\w#][\w.:/@#%+-]*[\w%]|[\w#]", re.UNICODE)
@@ -56,7 +69,8 @@ _STOP = frozenset(
     more most other some such no nor not only own same than too very can will just should
     also still again up down out off via per now today currently instead anymore longer
     please do does did be been being am have having current new latest active ll re ve
-    morning afternoon evening tonight yesterday""".split()  # noqa: SIM905
+    morning afternoon evening tonight yesterday isn doesn don aren won wasn weren didn hasn
+    haven actually""".split()  # noqa: SIM905
 )
 #: Verbs that say a value changed; the new fact carrying one is a change, not an addition.
 _CHANGE = frozenset(
@@ -135,7 +149,7 @@ _FORMATS = frozenset(
     ["bullet", "checklist", "paragraph", "prose", "markdown", "json", "yaml", "csv", "html", "pdf"]
 )
 #: A generic word that names any of these: "the staging database" is "staging PostgreSQL".
-_KINDS = {"database": frozenset({"postgresql", "mysql", "mariadb", "mongodb", "sqlite"})}
+_KINDS = {_stem("database"): frozenset({"postgresql", "mysql", "mariadb", "mongodb", "sqlite"})}
 
 
 @dataclass
@@ -145,7 +159,7 @@ class Claim:
     qualifiers: set[str] = field(default_factory=set)
     attributes: set[str] = field(default_factory=set)
     values: set[str] = field(default_factory=set)
-    words: set[str] = field(default_factory=set)  # other content words
+    words: set[str] = field(default_factory=set)  # other content words, stemmed ("swims": "swim")
     slot: set[str] = field(default_factory=set)  # the words on the value side of the relation
     purpose: set[str] = field(default_factory=set)  # "... for HTTP calls": what the value is for
     old: set[str] = field(default_factory=set)  # "from X": the value the fact replaces
@@ -370,9 +384,9 @@ _ENDED = re.compile(
 _CLAUSE = re.compile(r"\s*[,;]\s*(?:so\s+|and\s+|but\s+)?")
 
 
-def _ended_clause(text: str) -> tuple[set[str], str] | None:
-    """The values a clause of ``text`` says ended, and ``text`` without that clause; None
-    when no clause does, or when nothing else is left to say the new value."""
+def _ended_clause(text: str) -> tuple[set[str], str, str] | None:
+    """The values a clause of ``text`` says ended, ``text`` without that clause, and the
+    clause; None when no clause does, or when nothing else is left to say the new value."""
     clauses = [c for c in _CLAUSE.split(text) if c.strip()]
     if len(clauses) < 2:
         return None
@@ -386,16 +400,17 @@ def _ended_clause(text: str) -> tuple[set[str], str] | None:
         said = {t for t in tokens if _is_value(t)}
         if not said:  # "No more flat white": the words left once the signal is gone
             said = {
-                t
+                _stem(t)
                 for t in tokens
                 if t not in _STOP
                 and t not in _ATTRIBUTES
                 and t not in _VERBS
                 and not _ENDED.fullmatch(t)
-                and t not in ("isn", "doesn", "don", "aren", "won", "t", "more")
+                and t != "more"
+                and len(t) > 1
             }
         if said:
-            return said, ", ".join(rest)
+            return said, ", ".join(rest), clause
     return None
 
 
@@ -410,7 +425,8 @@ def claim(text: str) -> Claim:
     c = Claim()
     replaced = _NOT_OLD.search(text)
     if replaced is not None:  # "..., not #pipeline-alerts": the old value, said outright
-        c.old = {_norm(t) for t in _tokens(replaced.group(1), fragment=True)} - _STOP
+        said = {_norm(t) for t in _tokens(replaced.group(1), fragment=True)} - _STOP
+        c.old = {_stem(t) for t in said}
         c.changes = True
         text = text[: replaced.start()] + text[replaced.end() :]
     ended = _ended_clause(text)
@@ -418,6 +434,14 @@ def claim(text: str) -> Claim:
         c.old |= ended[0]
         c.changes = True
         text = ended[1]
+        # what the ended clause says it is about stays ("Staging Postgres is no longer on
+        # 6543, it's on port 5433 now": staging, PostgreSQL)
+        about = claim(ended[2])
+        c.qualifiers |= about.qualifiers
+        c.attributes |= about.attributes
+        c.names |= about.names - c.old
+        c.subject |= about.subject - c.old
+        c.words |= about.subject - c.old
     raw = _tokens(text)
     pivot: int | None = None
     inverse = False
@@ -475,7 +499,7 @@ def claim(text: str) -> Claim:
             purpose = True  # "uses pydantic for validation": what it is for is subject
         t = _norm(token)
         if after_from and t not in _STOP:
-            c.old.add(t)
+            c.old.add(_stem(t))
             continue
         if n == pivot or low in _STOP or low in _VERBS:
             continue
@@ -495,6 +519,7 @@ def claim(text: str) -> Claim:
         elif t in _UNITS:
             continue
         else:
+            t = _stem(t)
             c.words.add(t)
             on_value_side = pivot is not None and (n < pivot if inverse else n >= value_start)
             if on_value_side and not purpose:
@@ -518,8 +543,9 @@ def _kinds(values: set[str]) -> set[str]:
 
 #: Head nouns a subject is named with or without ("ingestion" / "the ingestion pipelines").
 _HEADS = frozenset(
-    """service pipeline system app application job server engineer library client framework
-    tool""".split()  # noqa: SIM905
+    _stem(w)
+    for w in """service pipeline system app application job server engineer library client
+    framework tool""".split()  # noqa: SIM905
 )
 
 
@@ -553,24 +579,41 @@ def compare(
     verdict, why = _compare(new, old, similarity, same_at)
     if verdict != Verdict.DISTINCT or not announces_change(new):
         return verdict, why
-    if _another_subject(claim(new), claim(old)) is not None:  # "PAY-101" / "PAY-100"
-        return verdict, why
     ours, theirs = _clauses(new), _clauses(old)
     if len(ours) < 2 and len(theirs) < 2:
         return verdict, why
+    whole_new, whole_old = claim(new), claim(old)
+    if _another_subject(whole_new, whole_old) is not None:  # "PAY-101" / "PAY-100"
+        return verdict, why
+    if whole_old.attributes and not whole_new.attributes & whole_old.attributes:
+        return verdict, why  # "Chidi is the platform on-call; I'll page Chidi if ..."
     for a in ours:
+        x = claim(a)
         for b in theirs:
-            if (a, b) == (new, old) or _another_subject(claim(a), claim(b)) is not None:
+            y = claim(b)
+            if (a, b) == (new, old) or _another_subject(x, y) is not None:
+                continue
+            # a clause is short: it must name something the other names ("bins", the
+            # attribute, the value it replaces), not only share the shape of a change
+            if not (x.words | x.old | x.attributes) & (y.words | y.attributes | y.values):
                 continue
             if _compare(a, b, 0.0, 1.0)[0] == Verdict.SUPERSEDES:
                 return Verdict.SUPERSEDES, f"a clause gives a new value: {a!r} / {b!r}"
     return verdict, why
 
 
+_RELATIVE = re.compile(r"(?i:who|whom|whose|which|that|where|when|while)\b")
+
+
 def _clauses(text: str) -> list[str]:
     """``text`` and, when it has several, its clauses of three words or more."""
     plain = _plain(text)
-    parts = [c.strip() for c in _CLAUSE.split(plain) if len(_RAW.findall(c)) >= 3]
+    # (not a relative clause: "who owns the ingestion pipelines" is about a name)
+    parts = [
+        c.strip()
+        for c in _CLAUSE.split(plain)
+        if len(_RAW.findall(c)) >= 3 and not _RELATIVE.match(c.strip())
+    ]
     return [text, *parts] if len(parts) > 1 else [text]
 
 
@@ -605,8 +648,11 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
         # subject nor value
         # "From now on the repeat prescription goes to Boots" after "My prescriptions go
         # to Well Pharmacy ...": a change that names the memory's subject more closely
+        # (of one attribute: "Nadia took over the Grafana SLO dashboards from the platform
+        # team" does not narrow "Ravi takes over the platform pager", the on-call)
         narrower = (
             n.changes
+            and n.attributes == o.attributes
             and o.subject
             and o.subject <= n.subject
             and only_new - n.slot - n.purpose <= n.subject
@@ -615,6 +661,7 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
         # Hearth-5G": a change that names the subject less fully
         broader = (
             n.changes
+            and n.attributes == o.attributes
             and n.subject
             and n.subject <= o.subject
             and only_old - o.slot - o.purpose <= o.subject
@@ -639,6 +686,11 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
             return Verdict.DISTINCT, "a more specific subject"
         if n.attributes - o.attributes:  # the old fact may name it, the new one may not
             return Verdict.DISTINCT, "a value of another attribute"
+        # "Understood, I'll book British Airways." after "Book club meets at Marlowe
+        # Books": names are everywhere; one in place of another with a word in common is
+        # a change only when said to be one
+        if _kinds(new_values) == {"name"} and not (n.changes or replaced):
+            return Verdict.DISTINCT, "another name, not said to replace it"
         if not _kinds(new_values) & _kinds(old_values):
             return Verdict.DISTINCT, "values of another kind"
         if not (n.words | n.attributes | n.qualifiers) & (o.words | o.attributes | o.qualifiers):
@@ -647,8 +699,17 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
     if (new_values and not old_values) or only_new:
         # "The docs site moved to Cloudflare Pages" after "... is hosted on Netlify": a
         # name in place of the words the memory gave as the value
-        named_instead = new_values and only_old and only_old <= o.slot and not only_new
-        if replaced or (n.changes and (only_new or named_instead) and only_new <= n.slot):
+        named_instead = (
+            new_values
+            and only_old
+            and only_old <= o.slot
+            and not only_new
+            and (n.words | n.attributes) & (o.words | o.attributes)
+        )
+        anchored = (n.words | n.attributes | n.qualifiers) & (o.words | o.attributes | o.qualifiers)
+        if replaced or (
+            n.changes and (only_new or named_instead) and only_new <= n.slot and anchored
+        ):
             return Verdict.SUPERSEDES, "same subject, the value replaced"
         if similarity >= same_at and not new_values:
             return Verdict.SAME, f"reworded (similarity {similarity:.2f})"
@@ -719,7 +780,9 @@ def replaced_value_named(text: str, old: str, new: str) -> str | None:
     anchors = (t.words | t.attributes) & (o.words | o.attributes) - gone
     if not named or not anchors or said & came:
         return None
-    return sorted(named)[0]
+    # as ``text`` writes it, not as stemmed ("BigQuery", not "bigqueri")
+    written = {w for w in (_norm(t) for t in _tokens(_plain(text))) if _stem(w) in named}
+    return sorted(written or named)[0]
 
 
 def content(text: str) -> set[str]:
