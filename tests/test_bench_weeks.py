@@ -145,3 +145,42 @@ def test_a_week_with_an_llm_configured(tmp_path: Path, embedder: Embedder) -> No
         assert week["leaks"]["total"] == 0
         assert week["long_term"]["facts"] > 0  # the LLM's facts reached long-term memory
         assert week["lessons"]["real_episodes"] == 7
+
+
+def test_no_statement_of_one_fact_supersedes_another_facts() -> None:
+    """Precision across facts, over every variant's templates: what a user says about one
+    fact (its statement and its changes, with values drawn as the scenario draws them)
+    never gives another fact a new value by the offline rules, except the pairs the words
+    cannot tell apart, named here: the two format preferences (status updates / the data
+    quality report, both "as numbered checklists now") and "Book TAP Air" (to book) beside
+    "Book club" (a book)."""
+    import itertools
+    import random
+
+    from memoryd.extract.claims import Verdict, compare
+
+    said: dict[str, list[str]] = {}
+    for variant, bank in (
+        ("eng", weeks_scenario.ENG_FACTS),
+        ("data", weeks_scenario.DATA_FACTS),
+        ("home", weeks_scenario.HOME_FACTS),
+    ):
+        for n, (key, _agent, kind, says, changes, _mentions, _queries) in enumerate(bank):
+            v = weeks_scenario._values(random.Random(n), kind, 2, set())
+            texts = [u.format(v=v[0]) for u, _ in says]
+            texts += [u.format(v=v[1], old=v[0]) for u, _ in changes]
+            said[f"{variant}:{key}"] = texts
+    allowed = {
+        frozenset({"eng:answer_format", "data:report_format"}),
+        frozenset({"home:airline", "home:book_club"}),
+    }
+    wrong = [
+        (a, b, new, old)
+        for (a, news), (b, olds) in itertools.permutations(said.items(), 2)
+        if frozenset({a, b}) not in allowed
+        for new in news
+        for old in olds
+        if compare(new, old)[0] == Verdict.SUPERSEDES
+    ]
+    assert len(said) >= 30
+    assert wrong == []
