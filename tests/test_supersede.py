@@ -67,6 +67,7 @@ def test_names_speakers_ended_values_and_clauses() -> None:
     assert compare("No more Octopus Energy, we're with EDF now.", "Our electricity supplier is Octopus Energy.")[0] == S  # fmt: skip
     assert compare("Dishoom isn't my favourite anymore, it's Padella now.", "My favourite restaurant is Dishoom.")[0] == S  # fmt: skip
     assert compare("Dishoom isn't open on Mondays anymore, it's shut for repairs.", "My favourite restaurant is Dishoom.")[0] == D  # fmt: skip
+    assert compare("I'm done with KLM, use easyJet for flights.", "When you book flights, I prefer KLM.")[0] == S  # fmt: skip
     # a change said in one clause of several, against the memory or a clause of it
     assert compare("The council changed collection, bins go out on Thursday night now.", "Bins go out on Wednesday night.")[0] == S  # fmt: skip
     assert compare("Actually I'm pescatarian now, not vegetarian anymore.", "I'm vegetarian, please keep that in mind for recipes.")[0] == S  # fmt: skip

@@ -381,6 +381,9 @@ _ENDED = re.compile(
     r"|gave up)\b|n't\b",
     re.IGNORECASE,
 )
+_ENDED_WORDS = frozenset(
+    "not no more longer anymore retired sold cancelled canceled quit done stopped gave".split()  # noqa: SIM905
+)
 _CLAUSE = re.compile(r"\s*[,;]\s*(?:so\s+|and\s+|but\s+)?")
 
 
@@ -405,7 +408,7 @@ def _ended_clause(text: str) -> tuple[set[str], str, str] | None:
                 if t not in _STOP
                 and t not in _ATTRIBUTES
                 and t not in _VERBS
-                and not _ENDED.fullmatch(t)
+                and t not in _ENDED_WORDS
                 and t != "more"
                 and len(t) > 1
             }
