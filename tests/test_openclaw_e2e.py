@@ -43,6 +43,10 @@ from tests.serve_kit import memoryd_serve
 REPO = Path(__file__).resolve().parents[1]
 #: what the OpenClaw CLI says when the gateway holds its state database for a moment
 CONTENTION = "another OpenClaw process owns"
+#: OpenClaw closing its own per-agent SQLite database failed (seen once at load ~5, with
+#: two benchmark processes beside CI): the turn did not finish; sent again, the plugin
+#: writes it once more, which the diary checks below allow
+CLEANUP = "Agent database cleanup failed"
 CONTENTION_TRIES = 6  # waits 2, 4, ... 10 s: 30 s in all (3 tries, 6 s, failed once at load ~8)
 PINNED = REPO / "integrations" / "openclaw" / "e2e"
 NPM = shutil.which("npm")
@@ -180,7 +184,9 @@ class OpenClaw:
             )
             # OpenClaw's own state database is locked by the gateway for a moment now and
             # then (a loaded CI machine): the CLI refuses before doing anything, so again
-            if CONTENTION not in proc.stdout + proc.stderr or attempt == CONTENTION_TRIES - 1:
+            said = proc.stdout + proc.stderr
+            transient = CONTENTION in said or (proc.returncode != 0 and CLEANUP in said)
+            if not transient or attempt == CONTENTION_TRIES - 1:
                 break
             time.sleep(2.0 * (attempt + 1))
         assert proc.returncode == 0 or not ok, (
