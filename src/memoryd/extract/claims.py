@@ -422,8 +422,12 @@ def units(text: str) -> set[str]:
     return {_norm(u) for _, u in _UNIT_AFTER.findall(_plain(text))}
 
 
+@lru_cache(maxsize=4096)
 def claim(text: str) -> Claim:
-    """Sort the words of ``text``: qualifiers, attributes, values, other words, the value side."""
+    """Sort the words of ``text``: qualifiers, attributes, values, other words, the value side.
+
+    Cached (a search reads the same hits' texts again and again, and :func:`compare` reads
+    each clause of two texts): the claim returned is shared, read it, never change it."""
     text = _plain(text)
     c = Claim()
     replaced = _NOT_OLD.search(text)
