@@ -323,16 +323,9 @@ def _tokens(text: str, fragment: bool = False) -> list[str]:
         # name only as a title ("Dr. Okoye retired")
         before = text[: found[n].start()].rstrip(" \"'(")
         opens = (not before and not fragment) or before[-1:] in (".", "!", "?", ":", ";")
-        if end - n >= 2 and opens and _norm(raw[n]) not in _TITLES:
-            out.append(raw[n])
-            n += 1
-            continue
-        if end - n >= 2:
-            out.append(" ".join(raw[n:end]))
-            n = end
-        else:
-            out.append(raw[n])
-            n += 1
+        name = end - n >= 2 and not (opens and _norm(raw[n]) not in _TITLES)
+        out.append(" ".join(raw[n:end]) if name else raw[n])
+        n = end if name else n + 1
     return out
 
 
@@ -409,7 +402,6 @@ def _ended_clause(text: str) -> tuple[set[str], str, str] | None:
                 and t not in _ATTRIBUTES
                 and t not in _VERBS
                 and t not in _ENDED_WORDS
-                and t != "more"
                 and len(t) > 1
             }
         if said:
@@ -624,6 +616,17 @@ def _clauses(text: str) -> list[str]:
     return [text, *parts] if len(parts) > 1 else [text]
 
 
+def _names_within(part: Claim, whole: Claim, extra: set[str]) -> bool:
+    """Does ``whole`` name all of ``part``'s subject, its other words (``extra``) besides
+    its value and purpose being more of the subject ("repeat prescription" /
+    "prescriptions")?"""
+    return (
+        bool(part.subject)
+        and part.subject <= whole.subject
+        and extra - whole.slot - whole.purpose <= whole.subject
+    )
+
+
 def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Verdict, str]:
     n, o = claim(new), claim(old)
     why = _another_subject(n, o)
@@ -651,28 +654,16 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
             return Verdict.SUPERSEDES, "same subject, the value it names replaced"
         if only_new & n.purpose and only_old & o.purpose:
             return Verdict.DISTINCT, "another purpose"
+        # a change of one attribute may name the memory's subject more closely ("From now
+        # on the repeat prescription goes to Boots" after "My prescriptions go to Well
+        # Pharmacy ...") or less ("OK, the home network is NookMesh now" after "Our home
+        # wifi network is called Hearth-5G"); "Nadia took over the Grafana SLO dashboards
+        # from the platform team" does not narrow "Ravi takes over the platform pager"
+        one_attribute = n.changes and n.attributes == o.attributes
+        narrower = one_attribute and _names_within(o, n, only_new)
+        broader = one_attribute and _names_within(n, o, only_old)
         # what a value is for, said by one side only ("... for its HTTP calls"), is neither
         # subject nor value
-        # "From now on the repeat prescription goes to Boots" after "My prescriptions go
-        # to Well Pharmacy ...": a change that names the memory's subject more closely
-        # (of one attribute: "Nadia took over the Grafana SLO dashboards from the platform
-        # team" does not narrow "Ravi takes over the platform pager", the on-call)
-        narrower = (
-            n.changes
-            and n.attributes == o.attributes
-            and o.subject
-            and o.subject <= n.subject
-            and only_new - n.slot - n.purpose <= n.subject
-        )
-        # "OK, the home network is NookMesh now" after "Our home wifi network is called
-        # Hearth-5G": a change that names the subject less fully
-        broader = (
-            n.changes
-            and n.attributes == o.attributes
-            and n.subject
-            and n.subject <= o.subject
-            and only_old - o.slot - o.purpose <= o.subject
-        )
         if not (only_new <= n.slot | n.purpose or narrower) or not (
             only_old <= o.slot | o.purpose or broader
         ):
