@@ -425,6 +425,64 @@ def test_a_small_scope_is_scanned_exactly_and_a_large_one_through_the_graph(pg_d
         graph.close()
 
 
+def test_candidates_come_with_the_facts_ranking_reads_on_every_path(pg_db: str) -> None:
+    """A search ranks its candidates by their RankFacts; the store reads them with the
+    candidates (no round trip of their own), and they are exactly what ``rank_facts``
+    answers: on the keyword side (scoped by the statistics or not), on the vector side
+    (exact scan or graph) and for the keyword hits' vector scores."""
+    rng = np.random.default_rng(11)
+    vectors = unit(rng, 300, 16)
+    records = []
+    for n, v in enumerate(vectors):
+        r = MemoryRecord(
+            id=f"f{n}",
+            text=f"deploy note {n} about the staging cluster" + (" ?" if n % 7 == 0 else ""),
+            user_id="small" if n < 60 else "large",
+            agent_id="ops" if n % 2 else None,
+            category="infra" if n % 3 else None,
+            metadata={"evergreen": n % 5 == 0, "speaker": "Ravi", "turn": n, "session": "s1"}
+            if n % 4 == 0
+            else {"person": "Nadia"},
+        )
+        r.embedding = v
+        records.append(r)
+    exact = open_store(pg_db, StoreSettings(postgres={"exact_scan_below": 100}))
+    graph = open_store(pg_db, StoreSettings(postgres={"exact_scan_below": 0}))
+    try:
+        exact.add(records)
+        q = vectors[3]
+        scopes = [
+            Filters(user_id="small"),  # exact scan, size read with it
+            Filters(user_id="large"),  # the graph
+            Filters(user_id="small", categories=["infra"]),  # no statistics: joined
+            Filters(user_id="large", agent_id="ops"),
+        ]
+        checked = 0
+        for store in (exact, graph):
+            for scope in scopes:
+                for find in (
+                    lambda f, st=store, sc=scope: st.keyword_search(
+                        "staging deploy", sc, 20, facts=f
+                    ),
+                    lambda f, st=store, sc=scope: st.vector_search(q, sc, 20, facts=f),
+                ):
+                    facts: dict[str, object] = {}
+                    hits = find(facts)
+                    assert hits
+                    assert facts == store.rank_facts([i for i, _ in hits])
+                    checked += len(hits)
+            facts = {}
+            scores = store.vector_scores(q, ["f1", "f2", "f200", "gone"], facts=facts)
+            assert set(scores) == set(facts) == {"f1", "f2", "f200"}
+            assert facts == store.rank_facts(["f1", "f2", "f200"])
+        assert checked > 100
+        turn = exact.rank_facts(["f0"])["f0"]  # the facts compared are not all defaults
+        assert turn.turn is not None and turn.evergreen and turn.names == {"ravi"}
+    finally:
+        exact.close()
+        graph.close()
+
+
 def test_a_vector_stays_in_its_row_when_the_row_outgrows_a_page_share(
     pg: PostgresStore, pg_db: str
 ) -> None:

@@ -1144,7 +1144,7 @@ class Memory:
         pool = pool_filters(f, s.shared_categories) if include_shared else None
         scopes = [f] if pool is None else [f, pool]
         early = (
-            [self._side.submit(self.store.keyword_search, query, scope, n) for scope in scopes]
+            [self._side.submit(self._keyword_side, query, scope, n) for scope in scopes]
             if mode == "hybrid" and query not in self._query_cache
             else [None] * len(scopes)
         )  # the keyword side runs while the query is embedded
@@ -1152,9 +1152,14 @@ class Memory:
         if matching is not None and not matching.result():
             mode, qvec = "keyword", None  # another model's vectors: a rebuild is under way
         candidates: builtins.list[Candidate] = []
+        known: dict[str, RankFacts] = {}  # the candidates' facts the store read with them
         for scope, side in zip(scopes, early, strict=True):
+            keyword_side = None
+            if side is not None:
+                keyword_side, read = side.result()
+                known.update(read)
             these = hybrid_candidates(
-                self.store, query, qvec, scope, n, s, mode, None if side is None else side.result()
+                self.store, query, qvec, scope, n, s, mode, keyword_side, facts=known
             )
             candidates = merge(candidates, these) if candidates else these
         # a question about how the user wants something is answered by a preference said in
@@ -1180,10 +1185,19 @@ class Memory:
             as_of=as_of,
             query=query,
             scopes=scopes,
+            known=known,
         )
         if record_recall:
             self.recalls.record(query, found, self.clock())
         return found
+
+    def _keyword_side(
+        self, query: str, scope: Filters, n: int
+    ) -> tuple[builtins.list[tuple[str, float]], dict[str, RankFacts]]:
+        """The keyword candidates of ``scope`` and the facts the store read with them
+        (run beside the query's embedding)."""
+        facts: dict[str, RankFacts] = {}
+        return self.store.keyword_search(query, scope, n, facts=facts), facts
 
     def _rank(
         self,
@@ -1198,6 +1212,7 @@ class Memory:
         as_of: datetime | None = None,
         query: str = "",
         scopes: Sequence[Filters] = (),
+        known: dict[str, RankFacts] | None = None,
     ) -> builtins.list[SearchHit]:
         """The ``top_k`` best of ``candidates`` (sorted by fused relevance), each text once,
         with the entity boost and time decay applied, newer evidence of one thing before
@@ -1206,19 +1221,23 @@ class Memory:
         Every candidate is ranked from its :class:`RankFacts`, which the store's index
         answers without reading a record; records are read only for the hits returned,
         in rank order (a few more when texts repeat or a memory was deleted meanwhile).
-        Ties keep the candidates' order."""
+        Ties keep the candidates' order. ``known`` holds facts the store read with the
+        candidates; only the others are asked for."""
         s = self.settings.search
         now = self.clock()
-        facts = self.store.rank_facts([c.id for c in candidates])
+        facts = dict(known or {})
+        missing = [c.id for c in candidates if c.id not in facts]
+        if missing:
+            facts.update(self.store.rank_facts(missing))
         ranked: builtins.list[turn_rank.Ranked] = []
         for place, c in enumerate(candidates):
-            known = facts.get(c.id)
-            if known is None:
+            of = facts.get(c.id)
+            if of is None:
                 continue
-            extra = entity_boost(known.names, names, boost)
+            extra = entity_boost(of.names, names, boost)
             if extra:
                 c = c.adjusted(min(1.0, c.fused + extra), entity=extra)
-            weight = facts_weight(known, now, s) if decay else None
+            weight = facts_weight(of, now, s) if decay else None
             final = c.fused if weight is None else blend(c.fused, weight, s)
             ranked.append((final, place, weight, c))
         ranked.sort(key=lambda t: (-t[0], t[1]))

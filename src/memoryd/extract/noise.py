@@ -20,6 +20,7 @@ something durable ("could you always reply in English?") is kept too.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # -- clauses that say nothing ------------------------------------------------------------------
 _ACK = (
@@ -166,13 +167,15 @@ def without_speaker(text: str) -> str:
     return _SPEAKER.sub("", text.strip(), count=1).strip()
 
 
+@lru_cache(maxsize=4096)
 def is_chitchat(text: str) -> bool:
     """True when ``text`` says nothing worth remembering as a fact.
 
     Acknowledgements, greetings, thanks, sign-offs, weather small talk, table
     rows without their header, and requests or questions that state no standing
     rule. Empty text and punctuation or emoji only are chit-chat too. The test
-    is conservative: anything that matches no pattern is kept.
+    is conservative: anything that matches no pattern is kept. Answers are cached
+    (4,096 texts): a search asks it of each of its first hits, which recur.
     """
     stripped = text.strip()
     if not stripped:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memoryd.models import Filters, ScoreParts
+from memoryd.models import Filters, RankFacts, ScoreParts
 from memoryd.settings import SearchSettings
 from memoryd.store import Store
 
@@ -106,19 +106,22 @@ def hybrid_candidates(
     settings: SearchSettings,
     mode: str = "hybrid",
     keyword_side: Sequence[tuple[str, float]] | None = None,
+    facts: dict[str, RankFacts] | None = None,
 ) -> list[Candidate]:
     """Ranked candidates for ``query`` within ``filters``; ``n`` per side.
     ``keyword_side`` is the store's ``keyword_search`` answer when the caller has it
-    already (it ran while the query was embedded)."""
+    already (it ran while the query was embedded). ``facts`` gathers the candidates'
+    :class:`RankFacts` where the store reads them with the candidates (see
+    :class:`~memoryd.store.Store`)."""
     vector_hits: dict[str, float] = {}
     keyword_hits: dict[str, float] = {}
     if mode in ("hybrid", "vector") and query_vector is not None:
-        vector_hits = dict(store.vector_search(query_vector, filters, n))
+        vector_hits = dict(store.vector_search(query_vector, filters, n, facts=facts))
     if mode in ("hybrid", "keyword"):
         if keyword_side is None:
-            keyword_side = store.keyword_search(query, filters, n)
+            keyword_side = store.keyword_search(query, filters, n, facts=facts)
         keyword_hits = dict(keyword_side)
         missing = [i for i in keyword_hits if i not in vector_hits]
         if missing and query_vector is not None and mode == "hybrid":
-            vector_hits.update(store.vector_scores(query_vector, missing))
+            vector_hits.update(store.vector_scores(query_vector, missing, facts=facts))
     return fuse(vector_hits, keyword_hits, settings, mode)

@@ -106,19 +106,39 @@ class Store(Protocol):
         ...
 
     # -- retrieval --------------------------------------------------------------------
+    # A search ranks its candidates by their RankFacts (rank_facts). A store that reads
+    # the candidates' rows anyway may put their facts into ``facts`` as it finds them,
+    # which spares the search that round trip; one that does not (an in-memory index
+    # answers rank_facts at once) leaves it alone.
     def keyword_search(
-        self, query: str, filters: Filters, limit: int
+        self,
+        query: str,
+        filters: Filters,
+        limit: int,
+        *,
+        facts: dict[str, RankFacts] | None = None,
     ) -> builtins.list[tuple[str, float]]:
         """BM25 candidates, best first, scores in [0, 1]."""
         ...
 
     def vector_search(
-        self, vector: np.ndarray, filters: Filters, limit: int
+        self,
+        vector: np.ndarray,
+        filters: Filters,
+        limit: int,
+        *,
+        facts: dict[str, RankFacts] | None = None,
     ) -> builtins.list[tuple[str, float]]:
         """Cosine candidates, best first, scores in [0, 1]."""
         ...
 
-    def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+    def vector_scores(
+        self,
+        vector: np.ndarray,
+        ids: Sequence[str],
+        *,
+        facts: dict[str, RankFacts] | None = None,
+    ) -> dict[str, float]:
         """Cosine similarity of ``vector`` with the given records, in [0, 1]."""
         ...
 

@@ -46,6 +46,48 @@ B = 0.75  # BM25 length normalisation
 MIN_SCALE = 0.3
 
 
+def bm25_idf(live: int | float, df: int) -> float:
+    """BM25's inverse document frequency of a term in ``df`` of ``live`` documents."""
+    return math.log(1.0 + (live - df + 0.5) / (df + 0.5))
+
+
+def bm25_weights(idf: float, tfs: np.ndarray, lengths: np.ndarray, avgdl: float) -> np.ndarray:
+    """One term's BM25 contribution to each document: its frequency there (``tfs``),
+    saturated, and normalised by the document's length against the average."""
+    return idf * tfs * (K1 + 1.0) / (tfs + K1 * (1.0 - B + B * lengths / avgdl))
+
+
+def bm25_top(
+    postings: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    live: float,
+    total_len: float,
+    limit: int,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The ``limit`` best documents for a query whose terms' postings in scope are
+    ``postings`` (per term: document ids, term frequencies, document lengths), with
+    ``live`` documents of ``total_len`` terms in that scope: (ids, scores) best first,
+    ties to the lower id, and the query's ceiling (:class:`Scored`). The statistics
+    and the formula are :meth:`KeywordIndex.scores`'; for a store that reads a
+    scope's postings rather than keeping them (PostgreSQL)."""
+    avgdl = total_len / live
+    ids: list[np.ndarray] = []
+    parts: list[np.ndarray] = []
+    ceiling = 0.0
+    for docs, tfs, lengths in postings:
+        if not docs.size:
+            continue
+        idf = bm25_idf(live, int(docs.size))
+        ids.append(docs)
+        parts.append(bm25_weights(idf, tfs.astype(np.float64), lengths.astype(np.float64), avgdl))
+        ceiling += idf * (K1 + 1.0)
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
+    docs, where = np.unique(np.concatenate(ids), return_inverse=True)
+    scores = np.bincount(where, weights=np.concatenate(parts), minlength=docs.size)
+    best = np.lexsort((docs, -scores))[:limit]
+    return docs[best], scores[best], ceiling
+
+
 class Scored(NamedTuple):
     """The rows a query matches (ascending), their BM25 scores, and the query's
     ``ceiling``: the sum over its terms in scope of ``idf x (K1 + 1)``, the score a
@@ -324,11 +366,10 @@ class KeywordIndex:
             df = rows.size
             if df == 0:
                 continue
-            row_len = self._lengths[rows]
-            idf = math.log(1.0 + (live - df + 0.5) / (df + 0.5))
+            idf = bm25_idf(live, df)
             if out is None:
                 out = np.zeros(n, dtype=np.float32)
-            out[rows] += idf * tfs * (K1 + 1.0) / (tfs + K1 * (1.0 - B + B * row_len / avgdl))
+            out[rows] += bm25_weights(idf, tfs, self._lengths[rows], avgdl)
             ceiling += idf * (K1 + 1.0)
         return None if out is None else (out, ceiling)
 

@@ -57,7 +57,7 @@ from memoryd.search.entities import names_of
 from memoryd.settings import PostgresStoreSettings, StoreSettings
 from memoryd.store import Store, register_store, sql
 from memoryd.store.filter_sql import PostgresFilterSQL
-from memoryd.store.keywords import K1, MIN_SCALE, B, query_stems, term_counts
+from memoryd.store.keywords import MIN_SCALE, bm25_top, query_stems, term_counts
 from memoryd.store.sql import Connection, Dialect, SQLStore
 
 if TYPE_CHECKING:
@@ -157,6 +157,35 @@ def _clip(x: float) -> float:
     if math.isnan(x) or x < 0:  # a zero vector has no cosine: NaN
         return 0.0
     return 1.0 if x > 1 else x
+
+
+#: what ranking needs of a memory (:class:`RankFacts`), as columns of a row ``{m}`` of
+#: the memories with ``j`` its parsed metadata (``_FACTS_JSON``): read with a search's
+#: candidates, so ranking them costs no round trip of its own
+_FACTS = (
+    "extract(epoch FROM coalesce({m}event_at, {m}created_at)),"
+    " j -> 'evergreen' = 'true'::jsonb, j -> 'speaker', j -> 'person',"
+    " j -> 'turn', j -> 'session', {m}user_id, {m}agent_id, {m}run_id, {m}source_path,"
+    " CASE jsonb_typeof(j -> 'turn') WHEN 'number' THEN {m}text END"
+)
+_FACTS_JSON = "LATERAL (SELECT {m}metadata::jsonb AS j) meta"  # parsed once a row
+
+
+def _facts_sql(alias: str = "") -> tuple[str, str]:
+    """(the :data:`_FACTS` columns, the ``LATERAL`` item they need) for rows ``alias``."""
+    m = f"{alias}." if alias else ""
+    return _FACTS.format(m=m), _FACTS_JSON.format(m=m)
+
+
+def _rank_facts(row: Sequence[Any]) -> RankFacts:
+    """The :class:`RankFacts` of the :data:`_FACTS` columns of a row."""
+    when, ever, speaker, person, turn, session, user, agent, run, path, text = row
+    return RankFacts(
+        when=float(when),
+        evergreen=bool(ever),
+        names=names_of((speaker, person)),
+        **turns.facts(turn, (user, agent, run, session, path), text),
+    )
 
 
 def _vector_sql(dim: int) -> tuple[str, str]:
@@ -880,7 +909,12 @@ class PostgresStore(SQLStore):
         return int(row[0]) if row else 0
 
     def keyword_search(
-        self, query: str, filters: Filters, limit: int
+        self,
+        query: str,
+        filters: Filters,
+        limit: int,
+        *,
+        facts: dict[str, RankFacts] | None = None,
     ) -> builtins.list[tuple[str, float]]:
         """BM25 with the embedded store's analyser, statistics and scores (keywords.py):
         N, the average length and each term's document frequency are those of the rows
@@ -904,11 +938,7 @@ class PostgresStore(SQLStore):
                 "SELECT sum(n)::float8 AS n, sum(total_len)::float8 AS tl"
                 f" FROM {s}.kw_stats WHERE true {cond}"
             )
-            params: builtins.list[Any] = [terms, *cparams, *cparams]
-            # read the scope's postings twice (document frequencies, then scores), each an
-            # index-only range scan: cheaper than keeping them (~9k rows for a user of
-            # 100k) in a tuplestore and scanning that twice (10.7 -> 9.7 ms)
-            kept = "NOT MATERIALIZED"
+            params: builtins.list[Any] = [*cparams, terms, *cparams]
         else:
             where, wparams = self.dialect.where(filters)
             rows_sql = f"SELECT seq, kw FROM {self.t_memories} {where}"
@@ -921,35 +951,56 @@ class PostgresStore(SQLStore):
                 " FROM (SELECT (SELECT coalesce(sum(value::bigint), 0)"
                 f" FROM jsonb_each_text(m.kw)) AS l FROM ({rows_sql}) m) AS lens"
             )
-            params = [*wparams, terms, *wparams]
-            kept = "MATERIALIZED"  # the join with the memories runs once
+            params = [*wparams, *wparams, terms]
+        # each term's postings in scope as three packed arrays (document, frequency,
+        # length), one read of the index: the scoring is numpy's (bm25_top). PostgreSQL
+        # joining, summing and sorting ~14k postings of a user of 100k itself: ~20 ms
         with self._read() as conn:
             rows = conn.execute(
-                f"""WITH p AS {kept} ({postings}),
-                st AS MATERIALIZED ({stats}),
-                w AS MATERIALIZED (
-                    SELECT d.term, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-                    FROM (SELECT term, count(*)::float8 AS df FROM p GROUP BY term) d, st
-                ), c AS MATERIALIZED (  -- BM25's length norm: tf + k1 (1 - b) + k1 b len / avg
-                    SELECT {K1 * (1.0 - B)}::float8 AS a, {K1 * B}::float8 / (st.tl / st.n) AS b
-                    FROM st
-                ), top AS (  -- float8 throughout: no numeric step per posting
-                    SELECT p.seq, sum(w.idf * {K1 + 1.0}::float8 * p.tf
-                        / (p.tf + c.a + c.b * p.len)) AS s
-                    FROM p JOIN w USING (term) CROSS JOIN c
-                    GROUP BY p.seq ORDER BY s DESC, p.seq LIMIT %s
-                )
-                SELECT m.id, top.s, (SELECT sum(idf) FROM w) * {K1 + 1.0}
-                FROM top JOIN {self.t_memories} m USING (seq) ORDER BY top.s DESC, top.seq""",
-                (*params, limit),
+                f"""WITH st AS MATERIALIZED ({stats})
+                SELECT (SELECT n FROM st), (SELECT tl FROM st), string_agg(int8send(p.seq), ''::bytea),
+                    string_agg(int4send(p.tf), ''::bytea), string_agg(int4send(p.len), ''::bytea)
+                FROM ({postings}) p GROUP BY p.term""",
+                params,
             ).fetchall()
-        if not rows:
-            return []
-        best = max(float(rows[0][1]), MIN_SCALE * float(rows[0][2]))
-        return [(mid, _clip(float(score) / best)) for mid, score, _ in rows]
+            if not rows or not rows[0][0]:
+                return []
+            seqs, scores, ceiling = bm25_top(
+                (
+                    (
+                        np.frombuffer(d, dtype=">i8"),
+                        np.frombuffer(f, dtype=">i4"),
+                        np.frombuffer(n, dtype=">i4"),
+                    )
+                    for _, _, d, f, n in rows
+                ),
+                float(rows[0][0]),
+                float(rows[0][1]),
+                limit,
+            )
+            columns, parsed = _facts_sql("m") if facts is not None else ("NULL", "")
+            found = conn.execute(
+                f"SELECT m.seq, m.id, {columns} FROM {self.t_memories} m"
+                f"{', ' if parsed else ''}{parsed} WHERE m.seq = ANY(%s)",
+                (seqs.tolist(),),
+            ).fetchall()
+        ids = {row[0]: row[1] for row in found}
+        if facts is not None:
+            facts.update((row[1], _rank_facts(row[2:])) for row in found)
+        best = max(float(scores[0]), MIN_SCALE * ceiling)
+        return [
+            (ids[q], _clip(float(score) / best))
+            for q, score in zip(seqs.tolist(), scores.tolist(), strict=True)
+            if q in ids
+        ]
 
     def vector_search(
-        self, vector: np.ndarray, filters: Filters, limit: int
+        self,
+        vector: np.ndarray,
+        filters: Filters,
+        limit: int,
+        *,
+        facts: dict[str, RankFacts] | None = None,
     ) -> builtins.list[tuple[str, float]]:
         """The ``limit`` nearest memories that ``filters`` admit: an exact scan of a
         scope under ``exact_scan_below`` memories (through the scope index: its cost
@@ -957,9 +1008,10 @@ class PostgresStore(SQLStore):
         shared graph, with an iterative scan."""
         if limit <= 0:
             return []
-        return [
-            (mid, _clip(1.0 - float(d))) for mid, d in self._vector_query(vector, filters, limit)
-        ]
+        rows = self._vector_query(vector, filters, limit, facts=facts is not None)
+        if facts is not None:
+            facts.update((row[0], _rank_facts(row[2:])) for row in rows)
+        return [(row[0], _clip(1.0 - float(row[1]))) for row in rows]
 
     def explain_vector_search(self, vector: np.ndarray, filters: Filters, limit: int = 10) -> str:
         """PostgreSQL's plan for ``vector_search`` (which index, or an exact scan); unlike
@@ -967,8 +1019,14 @@ class PostgresStore(SQLStore):
         return "\n".join(r[0] for r in self._vector_query(vector, filters, limit, "EXPLAIN "))
 
     def _vector_query(
-        self, vector: np.ndarray, filters: Filters, limit: int, prefix: str = ""
+        self,
+        vector: np.ndarray,
+        filters: Filters,
+        limit: int,
+        prefix: str = "",
+        facts: bool = False,
     ) -> builtins.list[Any]:
+        """Rows of (id, distance), and each one's :data:`_FACTS` when ``facts``."""
         vector = np.asarray(vector, dtype=np.float32)
         dim = int(vector.shape[-1])
         cast, _ = _vector_sql(dim)
@@ -978,11 +1036,19 @@ class PostgresStore(SQLStore):
         below = self.settings.exact_scan_below
         # OFFSET 0 keeps the planner from ordering through the graph; no cast to
         # vector(dim) either (a copy of every row's vector, ~15% of the scan)
+        raw = ", event_at, created_at, metadata, user_id, agent_id, run_id, source_path, text"
         exact_sql = (
-            f"SELECT id, d FROM (SELECT id, seq, embedding <=> %s AS d FROM {self.t_memories}"
+            f"SELECT {'*' if facts else 'id, d'} FROM (SELECT id, seq, embedding <=> %s AS d"
+            f"{raw if facts else ''} FROM {self.t_memories}"
             f" WHERE vector_dims(embedding) = {dim} {extra} /*gate*/ OFFSET 0) s"
             " ORDER BY d, seq LIMIT %s"
         )
+        columns, parsed = _facts_sql("c")
+        if facts:  # the facts of the nearest only, not of every row of the scope
+            exact_sql = (
+                f"SELECT c.id, c.d, {columns} FROM ({exact_sql}) c, {parsed} ORDER BY c.d, c.seq"
+            )
+        width = 13 if facts else 2  # columns of a row: id, distance (and the facts)
         scope = self._scope_sql(filters)
         size: int | None = None
         user = filters.user_id
@@ -996,13 +1062,13 @@ class PostgresStore(SQLStore):
                 rows = conn.execute(
                     "WITH sz AS MATERIALIZED (SELECT coalesce(sum(n), 0)::bigint AS n"
                     f' FROM "{self._schema}".kw_stats WHERE true {cond})'
-                    " SELECT NULL, NULL, n FROM sz UNION ALL"
+                    f" SELECT {'NULL, ' * width}n FROM sz UNION ALL"
                     f" (SELECT *, NULL FROM ({exact_sql.replace('/*gate*/', f'AND (SELECT n FROM sz) < {below}')}) e)",
                     (*cparams, vector, *params, limit),
                 ).fetchall()
-            size = next(int(n) for mid, _, n in rows if mid is None)
+            size = next(int(row[-1]) for row in rows if row[0] is None)
             if size < below:
-                return [(mid, d) for mid, d, _ in rows if mid is not None]
+                return [row[:-1] for row in rows if row[0] is not None]
         elif below > 0 or self.settings.scope_index_above > 0:
             size = self.scope_size(filters)
             if size is not None and size < below:
@@ -1023,47 +1089,48 @@ class PostgresStore(SQLStore):
             conn.execute("SET LOCAL enable_sort = off")
             if ef_search != self.settings.ef_search:
                 conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
+            columns, parsed = _facts_sql() if facts else ("NULL", "")
             return conn.execute(
-                f"{prefix}SELECT id, {distance} AS d FROM {self.t_memories}"
+                f"{prefix}SELECT id, {distance} AS d{', ' + columns if facts else ''}"
+                f" FROM {self.t_memories}{', ' if parsed else ''}{parsed}"
                 f" WHERE vector_dims(embedding) = {dim} {extra} ORDER BY {distance} LIMIT %s",
                 (vector, *params, vector, limit),
             ).fetchall()
 
-    def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+    def vector_scores(
+        self,
+        vector: np.ndarray,
+        ids: Sequence[str],
+        *,
+        facts: dict[str, RankFacts] | None = None,
+    ) -> dict[str, float]:
         if not ids:
             return {}
         vector = np.asarray(vector, dtype=np.float32)
         dim = int(vector.shape[-1])
+        columns, parsed = _facts_sql() if facts is not None else ("NULL", "")
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT id, embedding <=> %s FROM {self.t_memories}"
-                f" WHERE id = ANY(%s) AND state <> 'deleted' AND vector_dims(embedding) = {dim}",
+                f"SELECT id, embedding <=> %s, {columns} FROM {self.t_memories}"
+                f"{', ' if parsed else ''}{parsed} WHERE id = ANY(%s) AND state <> 'deleted'"
+                f" AND vector_dims(embedding) = {dim}",
                 (vector, list(ids)),
             ).fetchall()
-        return {mid: _clip(1.0 - float(d)) for mid, d in rows}
+        if facts is not None:
+            facts.update((row[0], _rank_facts(row[2:])) for row in rows)
+        return {row[0]: _clip(1.0 - float(row[1])) for row in rows}
 
     def rank_facts(self, ids: Sequence[str]) -> dict[str, RankFacts]:
         if not ids:
             return {}
+        columns, parsed = _facts_sql()
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT id, extract(epoch FROM coalesce(event_at, created_at)),"
-                " j -> 'evergreen' = 'true'::jsonb, j -> 'speaker', j -> 'person',"
-                " j -> 'turn', j -> 'session', user_id, agent_id, run_id, source_path,"
-                " CASE jsonb_typeof(j -> 'turn') WHEN 'number' THEN text END"
-                f" FROM {self.t_memories}, LATERAL (SELECT metadata::jsonb AS j) meta"  # parsed once
+                f"SELECT id, {columns} FROM {self.t_memories}, {parsed}"
                 " WHERE id = ANY(%s) AND state <> 'deleted'",
                 (list(ids),),
             ).fetchall()
-        return {
-            mid: RankFacts(
-                when=float(when),
-                evergreen=bool(ever),
-                names=names_of((sp, pe)),
-                **turns.facts(turn, (user, agent, run, session, path), text),
-            )
-            for mid, when, ever, sp, pe, turn, session, user, agent, run, path, text in rows
-        }
+        return {row[0]: _rank_facts(row[1:]) for row in rows}
 
     # -- maintenance ------------------------------------------------------------------------------
     def integrity_check(self) -> builtins.list[str]:

@@ -432,7 +432,12 @@ class SQLiteStore(SQLStore):
 
     # -- retrieval ----------------------------------------------------------------------------
     def keyword_search(
-        self, query: str, filters: Filters, limit: int
+        self,
+        query: str,
+        filters: Filters,
+        limit: int,
+        *,
+        facts: dict[str, RankFacts] | None = None,  # rank_facts answers from the index
     ) -> builtins.list[tuple[str, float]]:
         """BM25 from the in-memory postings (see keywords.py for why not FTS5's bm25())."""
         if limit <= 0 or not keyword_terms(query):
@@ -633,7 +638,12 @@ class SQLiteStore(SQLStore):
                     self._index.upsert(mid, vector, self._attrs(row), row[13])
 
     def vector_search(
-        self, vector: np.ndarray, filters: Filters, limit: int
+        self,
+        vector: np.ndarray,
+        filters: Filters,
+        limit: int,
+        *,
+        facts: dict[str, RankFacts] | None = None,  # rank_facts answers from the index
     ) -> builtins.list[tuple[str, float]]:
         with self._lock:  # see keyword_search
             index = self._sync_index()
@@ -646,7 +656,13 @@ class SQLiteStore(SQLStore):
         with self._lock:
             return [r[0] for r in self._db.execute(f"SELECT id FROM memories {where}", params)]
 
-    def vector_scores(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+    def vector_scores(
+        self,
+        vector: np.ndarray,
+        ids: Sequence[str],
+        *,
+        facts: dict[str, RankFacts] | None = None,  # rank_facts answers from the index
+    ) -> dict[str, float]:
         with self._lock:  # see keyword_search
             index = self._sync_index()
             if vector.shape[-1] != index.dim:
