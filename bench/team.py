@@ -365,6 +365,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if loaded:
                 loaded.write_text(json.dumps({"scale": result["scale"], "db": db} | result))
         print(f"  load: {result['load']}", file=sys.stderr, flush=True)
+        if args.load_only:
+            mem.close()
+            return result
         pg_settings = Settings(home=Path(tmp) / "pg")
         pg_settings.store.url = db
         pg_mem = Memory(pg_settings)
@@ -422,11 +425,18 @@ def main(argv: list[str] | None = None) -> None:
         default="512MB",
         help="maintenance_work_mem for the HNSW build (the graph of 1M 384-d vectors needs ~2GB)",
     )
+    p.add_argument(
+        "--load-only",
+        action="store_true",
+        help="with --keep: load the stores and stop (measure them in later runs)",
+    )
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--out", help="write the JSON results here")
     args = p.parse_args(argv)
     if args.keep and not args.pg_url:
         p.error("--keep needs --pg-url: a throwaway server's database ends with the run")
+    if args.load_only and not args.keep:
+        p.error("--load-only needs --keep: what it loads is for later runs")
     t0 = time.perf_counter()
     result = run(args)
     result["seconds"] = round(time.perf_counter() - t0, 1)

@@ -924,9 +924,10 @@ class PostgresStore(SQLStore):
         With filters on user, agent, run and state only (what searches use), N and the
         total length come from ``kw_stats`` and the postings read are the query terms'
         in that scope, so the cost follows the scope's matches, not the database. Other
-        filters join the memories and count the scope exactly. Scores are divided by the
-        best one, or by ``MIN_SCALE`` x the query's ceiling when that is larger, as on
-        SQLite; ties go to the older memory."""
+        filters join the memories and count the scope exactly. Each term's postings come
+        back packed (one row a term) and are scored by :func:`bm25_top`, the embedded
+        store's formula. Scores are divided by the best one, or by ``MIN_SCALE`` x the
+        query's ceiling when that is larger, as on SQLite; ties go to the older memory."""
         terms = query_stems(query)
         if not terms or limit <= 0:
             return []
@@ -982,7 +983,7 @@ class PostgresStore(SQLStore):
             columns, parsed = _facts_sql("m") if facts is not None else ("NULL", "")
             found = conn.execute(
                 f"SELECT m.seq, m.id, {columns} FROM {self.t_memories} m"
-                f"{', ' if parsed else ''}{parsed} WHERE m.seq = ANY(%s)",
+                f"{', ' if parsed else ''}{parsed} WHERE m.seq = ANY(%s) AND m.state <> 'deleted'",
                 (seqs.tolist(),),
             ).fetchall()
         ids = {row[0]: row[1] for row in found}
