@@ -1143,15 +1143,8 @@ class Memory:
         n = max(top_k * s.candidate_multiplier, s.min_candidates)
         pool = pool_filters(f, s.shared_categories) if include_shared else None
         scopes = [f] if pool is None else [f, pool]
-        # the candidates' facts the store read with them: the keyword side's (one for
-        # each scope, read on another thread) join the rest once it is done
-        known: dict[str, RankFacts] = {}
-        read: builtins.list[dict[str, RankFacts]] = [{} for _ in scopes]
         early = (
-            [
-                self._side.submit(self.store.keyword_search, query, scope, n, facts=facts)
-                for scope, facts in zip(scopes, read, strict=True)
-            ]
+            [self._side.submit(self._keyword_side, query, scope, n) for scope in scopes]
             if mode == "hybrid" and query not in self._query_cache
             else [None] * len(scopes)
         )  # the keyword side runs while the query is embedded
@@ -1159,12 +1152,15 @@ class Memory:
         if matching is not None and not matching.result():
             mode, qvec = "keyword", None  # another model's vectors: a rebuild is under way
         candidates: builtins.list[Candidate] = []
-        beside = self._side if self.store.parallel_reads else None
-        for scope, side, facts in zip(scopes, early, read, strict=True):
+        known: dict[str, RankFacts] = {}  # the candidates' facts the store read with them
+        for scope, side in zip(scopes, early, strict=True):
+            keyword_side = None
+            if side is not None:
+                keyword_side, read = side.result()
+                known.update(read)
             these = hybrid_candidates(
-                self.store, query, qvec, scope, n, s, mode, side, facts=known, pool=beside
+                self.store, query, qvec, scope, n, s, mode, keyword_side, facts=known
             )
-            known.update(facts)
             candidates = merge(candidates, these) if candidates else these
         # a question about how the user wants something is answered by a preference said in
         # other words ("How should I represent the records?" / "I'd rather have dataclasses"):
@@ -1194,6 +1190,14 @@ class Memory:
         if record_recall:
             self.recalls.record(query, found, self.clock())
         return found
+
+    def _keyword_side(
+        self, query: str, scope: Filters, n: int
+    ) -> tuple[builtins.list[tuple[str, float]], dict[str, RankFacts]]:
+        """The keyword candidates of ``scope`` and the facts the store read with them
+        (run beside the query's embedding)."""
+        facts: dict[str, RankFacts] = {}
+        return self.store.keyword_search(query, scope, n, facts=facts), facts
 
     def _rank(
         self,

@@ -11,7 +11,6 @@ hits it returns (a pydantic model per candidate was ~1 ms of a top-25 search).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,43 +105,23 @@ def hybrid_candidates(
     n: int,
     settings: SearchSettings,
     mode: str = "hybrid",
-    keyword_side: Sequence[tuple[str, float]] | Future[list[tuple[str, float]]] | None = None,
+    keyword_side: Sequence[tuple[str, float]] | None = None,
     facts: dict[str, RankFacts] | None = None,
-    pool: Executor | None = None,
 ) -> list[Candidate]:
     """Ranked candidates for ``query`` within ``filters``; ``n`` per side.
-    ``keyword_side`` is the store's ``keyword_search`` answer, or its future, when the
-    caller started it already (it runs while the query is embedded). ``facts`` gathers
-    the candidates' :class:`RankFacts` where the store reads them with the candidates
-    (see :class:`~memoryd.store.Store`). With a ``pool``, a hybrid search's vector side
-    runs there while the keyword hits' vector scores are read: two queries at once
-    rather than one after the other."""
+    ``keyword_side`` is the store's ``keyword_search`` answer when the caller has it
+    already (it ran while the query was embedded). ``facts`` gathers the candidates'
+    :class:`RankFacts` where the store reads them with the candidates (see
+    :class:`~memoryd.store.Store`)."""
     vector_hits: dict[str, float] = {}
     keyword_hits: dict[str, float] = {}
-    nearest: Future[list[tuple[str, float]]] | None = None
-    near_facts: dict[str, RankFacts] | None = None if facts is None else {}
     if mode in ("hybrid", "vector") and query_vector is not None:
-        if pool is not None and mode == "hybrid":
-            nearest = pool.submit(store.vector_search, query_vector, filters, n, facts=near_facts)
-        else:
-            vector_hits = dict(store.vector_search(query_vector, filters, n, facts=facts))
+        vector_hits = dict(store.vector_search(query_vector, filters, n, facts=facts))
     if mode in ("hybrid", "keyword"):
         if keyword_side is None:
             keyword_side = store.keyword_search(query, filters, n, facts=facts)
-        elif isinstance(keyword_side, Future):
-            keyword_side = keyword_side.result()
         keyword_hits = dict(keyword_side)
-        if nearest is not None and query_vector is not None:
-            # every keyword hit's score, while the vector side runs: most are not among
-            # the nearest, and the few that are get the same cosine either way
-            scores = store.vector_scores(query_vector, list(keyword_hits), facts=facts)
-            vector_hits = dict(nearest.result())
-            for mid, score in scores.items():
-                vector_hits.setdefault(mid, score)
-        else:
-            missing = [i for i in keyword_hits if i not in vector_hits]
-            if missing and query_vector is not None and mode == "hybrid":
-                vector_hits.update(store.vector_scores(query_vector, missing, facts=facts))
-    if facts is not None and near_facts:
-        facts.update(near_facts)
+        missing = [i for i in keyword_hits if i not in vector_hits]
+        if missing and query_vector is not None and mode == "hybrid":
+            vector_hits.update(store.vector_scores(query_vector, missing, facts=facts))
     return fuse(vector_hits, keyword_hits, settings, mode)

@@ -34,9 +34,6 @@ class Store(Protocol):
     url: str
     #: stamps updated_at and history times (``Memory`` sets its own clock here)
     clock: Callable[[], datetime]
-    #: whether two reads run at once when two threads ask (a server's connections): a
-    #: search then runs its vector side beside the keyword hits' vector scores
-    parallel_reads: bool
 
     # -- lifecycle and small state -------------------------------------------------
     def close(self) -> None: ...

@@ -200,7 +200,6 @@ def _vector_sql(dim: int) -> tuple[str, str]:
 
 class PostgresStore(SQLStore):
     dialect = DIALECT
-    parallel_reads = True  # a connection for each thread, a server process for each
 
     def __init__(self, url: str, settings: StoreSettings | None = None) -> None:
         settings = settings or StoreSettings()

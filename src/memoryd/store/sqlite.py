@@ -222,7 +222,6 @@ class _Held:
 
 class SQLiteStore(SQLStore):
     dialect = DIALECT
-    parallel_reads = False  # one lock: the in-memory index answers one read at a time
 
     def __init__(self, url: str, settings: StoreSettings | None = None) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:  # upserts (ON CONFLICT ... DO)
