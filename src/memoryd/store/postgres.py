@@ -168,7 +168,7 @@ _FACTS = (
     " j -> 'turn', j -> 'session', {m}user_id, {m}agent_id, {m}run_id, {m}source_path,"
     " CASE jsonb_typeof(j -> 'turn') WHEN 'number' THEN {m}text END"
 )
-_FACTS_JSON = "LATERAL (SELECT {m}metadata::jsonb AS j) meta"  # parsed once a row
+_FACTS_JSON = "LATERAL (SELECT {m}metadata::jsonb AS j OFFSET 0) meta"  # parsed once a row (OFFSET 0: not inlined)
 
 
 def _facts_sql(alias: str = "") -> tuple[str, str]:
