@@ -168,7 +168,11 @@ _FACTS = (
     " j -> 'turn', j -> 'session', {m}user_id, {m}agent_id, {m}run_id, {m}source_path,"
     " CASE jsonb_typeof(j -> 'turn') WHEN 'number' THEN {m}text END"
 )
-_FACTS_JSON = "LATERAL (SELECT {m}metadata::jsonb AS j OFFSET 0) meta"  # parsed once a row (OFFSET 0: not inlined)
+#: the metadata parsed once a row (OFFSET 0 keeps it from being inlined into each use)
+_FACTS_JSON = "LATERAL (SELECT {m}metadata::jsonb AS j OFFSET 0) meta"
+_FACTS_WIDTH = 11  # columns of _FACTS
+#: the memories' columns _FACTS reads, for a query that carries them to where it computes it
+_FACTS_READS = "event_at, created_at, metadata, user_id, agent_id, run_id, source_path, text"
 
 
 def _facts_sql(alias: str = "") -> tuple[str, str]:
@@ -1037,19 +1041,18 @@ class PostgresStore(SQLStore):
         below = self.settings.exact_scan_below
         # OFFSET 0 keeps the planner from ordering through the graph; no cast to
         # vector(dim) either (a copy of every row's vector, ~15% of the scan)
-        raw = ", event_at, created_at, metadata, user_id, agent_id, run_id, source_path, text"
         exact_sql = (
             f"SELECT {'*' if facts else 'id, d'} FROM (SELECT id, seq, embedding <=> %s AS d"
-            f"{raw if facts else ''} FROM {self.t_memories}"
+            f"{', ' + _FACTS_READS if facts else ''} FROM {self.t_memories}"
             f" WHERE vector_dims(embedding) = {dim} {extra} /*gate*/ OFFSET 0) s"
             " ORDER BY d, seq LIMIT %s"
         )
-        columns, parsed = _facts_sql("c")
         if facts:  # the facts of the nearest only, not of every row of the scope
+            columns, parsed = _facts_sql("c")
             exact_sql = (
                 f"SELECT c.id, c.d, {columns} FROM ({exact_sql}) c, {parsed} ORDER BY c.d, c.seq"
             )
-        width = 13 if facts else 2  # columns of a row: id, distance (and the facts)
+        width = 2 + (_FACTS_WIDTH if facts else 0)  # columns of a row: id, distance, facts
         scope = self._scope_sql(filters)
         size: int | None = None
         user = filters.user_id
