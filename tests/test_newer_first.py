@@ -10,7 +10,14 @@ from datetime import UTC, datetime, timedelta
 from memoryd.core import Memory
 from memoryd.extract.claims import claim
 from memoryd.models import MemoryRecord, ScoreParts, SearchHit
-from memoryd.search.current import Evidence, asked_attribute_first, newer_first, query_terms
+from memoryd.search.current import (
+    Evidence,
+    asked_attribute_first,
+    asks_for,
+    newer_first,
+    query_terms,
+    stating_first,
+)
 from memoryd.search.text import names_in
 from memoryd.settings import SearchSettings
 from tests.conftest import FakeClock
@@ -218,3 +225,49 @@ def test_the_search_puts_the_asked_attribute_first(memory: Memory, clock: FakeCl
     assert "Bruno" in _texts(memory, query)[0]
     memory.settings.search = SearchSettings(asked_attribute_margin=0.0)
     assert "Kenji" in _texts(memory, query)[0]  # the rule, not the ranking, put Bruno first
+
+
+def test_a_statement_comes_before_a_request_or_question_scored_close_above_it() -> None:
+    """A request or a question answers nothing: "gym class time" wants the class's time
+    before "Remind me what to pack for the gym.", found by the same words. Only within
+    ``margin``, and a request that states a value or a standing rule is a statement."""
+    request = "- **user**: Remind me what to pack for the gym."
+    errand = "- **user**: Book the car's MOT this week."
+    question = "user: How much do we spend on subscriptions?"
+    change = "- **user**: They moved spin to 7:30 pm, same day."
+    reply = "- **assistant**: Towel, water bottle and your cycling shoes for spin at 7:30 pm."
+    assert asks_for(request) and asks_for(errand) and asks_for(question)
+    assert not asks_for(change) and not asks_for(reply)
+    assert not asks_for("Book easyJet from now on, I joined their loyalty scheme.")  # a rule
+    assert not asks_for("Set my weekday alarm for 6:10.")  # not an errand verb; a value
+    assert not asks_for("Book the 7:30 pm spin class.")  # it states a value
+    found = stating_first(_hits((request, 0.671), (errand, 0.64), (change, 0.618), (reply, 0.6)),
+                          margin=0.06)  # fmt: skip
+    assert [h.text for h in found] == [change, request, reply, errand]
+    assert [h.score for h in found] == [0.671, 0.671, 0.64, 0.64]  # scores stay in rank order
+    # further below than the margin, or the rule off: the order as ranked
+    hits = _hits((request, 0.7), (change, 0.6))
+    assert stating_first(hits, margin=0.06) == hits
+    hits = _hits((request, 0.62), (change, 0.6))
+    assert stating_first(hits, margin=0.0) == hits
+
+
+def test_the_search_puts_a_statement_above_a_request(memory: Memory, clock: FakeClock) -> None:
+    """Through Memory.search: the spin class's time comes before the request that shares
+    the query's word "gym" (among other facts of a household, so the scores are close)."""
+    _said(memory, clock, "My spin class is at 6:30 am on Tuesdays.",
+          "The boiler is making that noise again.", "Our home wifi network is called Hearth-5G.",
+          "I drive a Honda Civic.", "My dentist is Dr. Haddad.",
+          "Book club meets at Cafe Lune on the first Thursday.",
+          "Mila's swimming lessons are on Saturday mornings.", "We pay for Netflix Premium.",
+          "My usual coffee order is a cortado.", days=0)  # fmt: skip
+    _said(memory, clock, "Remind me what to pack for the gym.", days=1)
+    clock.now = datetime(2026, 3, 5, 9, tzinfo=UTC)
+    query = "gym class time"
+    memory.settings.search = SearchSettings(stating_first_margin=0.0)
+    ranked = _texts(memory, query)
+    assert ranked[0].startswith("Remind me")  # what the ranking alone puts first
+    memory.settings.search = SearchSettings()
+    found = _texts(memory, query)
+    assert found[0] == "My spin class is at 6:30 am on Tuesdays.", found
+    assert set(found) == set(ranked)  # the same hits, in another order

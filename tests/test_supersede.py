@@ -14,7 +14,7 @@ import pytest
 from memoryd.core import Memory
 from memoryd.embed import Embedder
 from memoryd.extract import Known, NewFact, ThresholdReconciler
-from memoryd.extract.claims import Verdict, compare, inner_claims, replaced_value_named
+from memoryd.extract.claims import Verdict, claim, compare, inner_claims, replaced_value_named
 from memoryd.models import Event, Filters, Origin, State
 from memoryd.settings import ExtractSettings, Settings
 from tests.fake_llm import FakeLLM
@@ -80,6 +80,13 @@ def test_names_speakers_ended_values_and_clauses() -> None:
     assert compare("Nadia took over the Grafana SLO dashboards from the platform team.", "Ravi takes over the platform pager.")[0] == D  # fmt: skip
     assert compare("OK, the home network is NookMesh now.", "Our home wifi network is called Hearth-5G.")[0] == S  # fmt: skip
     assert compare("The home network is NookMesh.", "Our home wifi network is called Hearth-5G.")[0] == D  # fmt: skip
+    # the memory's own value named as replaced, a new one in its place and a word in common
+    assert compare("Call ext 307 for repairs from today, ext 214 doesn't work anymore.", "The landlord's office number is 020 7946 0000, ext 214.")[0] == S  # fmt: skip
+    assert compare("Use 8081 for the dev proxy, 8080 doesn't work anymore.", "Grafana listens on 8080.")[0] == D  # fmt: skip
+    # a change verb's plural object names what changed; after an article a verb is a noun
+    assert compare("I've switched dentists, I see Dr. Moreau now.", "My dentist is Dr. Lindqvist at the Elm Street practice.")[0] == S  # fmt: skip
+    assert compare("I've switched dentists, I see Dr. Moreau now.", "My GP is Dr. Lindqvist.")[0] == D  # fmt: skip
+    assert "pescatarian" in claim("I've gone pescatarian since the start of the month.").slot
     # "7:30 pm" and "7:15 am" are two times of one thing
     assert compare("They moved spin to 7:30 pm, same day.", "They moved spin to 7:15 am, same day.")[0] == S  # fmt: skip
 
@@ -495,3 +502,22 @@ def test_a_claim_made_within_a_sentence_is_given_its_new_value(memory: Memory, c
         assert [e.event for e in new] == [event], (before, after, new)
         state = State.SUPERSEDED if event == Event.UPDATE else State.ACTIVE
         assert memory.get(old.id).state == state, (before, after)  # type: ignore[union-attr]
+
+
+def test_a_change_far_in_meaning_but_naming_the_subject_is_compared(embedder: Embedder) -> None:
+    """ "From now on the repeat prescription goes to Superdrug." is 0.45 similar to "My
+    prescriptions go to Well Pharmacy on the high street." (MiniLM): compared from
+    ``supersede_similarity`` (0.35) up, the words decide, and they find a change."""
+    old = "My prescriptions go to Well Pharmacy on the high street."
+    new = "From now on the repeat prescription goes to Superdrug."
+    v_old, v_new = embedder.embed([old, new])
+    sim = float(v_old @ v_new)
+    assert 0.35 <= sim < 0.5
+    settings = ExtractSettings()
+    (d,) = ThresholdReconciler(settings).decide(
+        [NewFact(0, new, v_new, [(Known(0, "m", old), sim)])]
+    )
+    assert d.event == Event.UPDATE, d.reason
+    strict = ExtractSettings(supersede_similarity=0.5)
+    (d,) = ThresholdReconciler(strict).decide([NewFact(0, new, v_new, [(Known(0, "m", old), sim)])])
+    assert d.event == Event.ADD  # the gate it had before: never compared

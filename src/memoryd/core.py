@@ -64,7 +64,13 @@ from memoryd.models import (
 from memoryd.recall import RecallLog
 from memoryd.search import hybrid_candidates
 from memoryd.search import turns as turn_rank
-from memoryd.search.current import Evidence, asked_attribute_first, newer_first, query_terms
+from memoryd.search.current import (
+    Evidence,
+    asked_attribute_first,
+    newer_first,
+    query_terms,
+    stating_first,
+)
 from memoryd.search.decay import blend, facts_weight
 from memoryd.search.entities import entity_boost
 from memoryd.search.hybrid import Candidate
@@ -1281,6 +1287,7 @@ class Memory:
             head = found[: s.newer_first_window]
             retired_by = self._retired_by([h.record for h in head if facts[h.id].turn is not None])
             found = self._current_above(found, retired_by, scopes, s.newer_first_window, facts)
+            found = stating_first(found, margin=s.stating_first_margin, window=s.newer_first_window)
             found = asked_attribute_first(
                 found,
                 frozenset(claim(query).attributes),

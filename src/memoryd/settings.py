@@ -214,6 +214,10 @@ class SearchSettings(BaseModel):
     # call?": the on-call) moves above hits that state only other attributes (an owner)
     # scoring at most this much more (memoryd.search.current.asked_attribute_first; 0: off)
     asked_attribute_margin: float = Field(default=0.1, ge=0.0, le=1.0)
+    # and before that, a hit that states something (a value, or words after a relation)
+    # moves above hits that state nothing (a request, a question, "The smart plug went
+    # offline again.") scoring at most this much more (search.current.stating_first; 0: off)
+    stating_first_margin: float = Field(default=0.06, ge=0.0, le=1.0)
     # time decay (seed 000): score = w_sim * relevance + w_recency * 0.5 ** (age_days / half_life)
     time_decay: bool = True
     decay_similarity_weight: float = 0.7
@@ -305,8 +309,9 @@ class ExtractSettings(BaseModel):
     llm_min_similarity: float = 0.3  # weaker candidates are not shown to the LLM
     # offline reconciliation (extract/claims.py decides from the words; cosine similarity of
     # fact and memory only picks which memories are compared)
-    supersede_similarity: float = 0.5  # memories at least this similar are compared (the
-    # labelled changes of tests/data/supersede_pairs.json are 0.57 and up)
+    supersede_similarity: float = 0.35  # memories at least this similar are compared; a
+    # change naming its subject more fully can be far in meaning ("From now on the repeat
+    # prescription goes to Superdrug" / "My prescriptions go to Well Pharmacy ...": 0.45)
     none_similarity: float = 0.95  # at or above, a rewording with no new value: NONE
     # a change said in other words can be far from the old fact in meaning ("Chidi took
     # over the ingestion pipelines" / "Ask Leo about ingestion": cosine 0.29): the memories
@@ -597,7 +602,7 @@ class WikiSettings(BaseModel):
     stale_days: int = Field(default=90, ge=1)  # a claim not confirmed for this long is stale
     # two current claims this alike (cosine), on any pages, are compared by their words
     # (memoryd.extract.claims): same subject and attribute, another value -> contested
-    # (the fact store compares what is extract.supersede_similarity alike: 0.5 too)
+    # (the fact store compares from extract.supersede_similarity, 0.35, up)
     contradiction_similarity: float = Field(default=0.5, ge=0, le=1)
     # names that are entities even when they only ever open a sentence ("Orion deploys ...")
     entities: list[str] = Field(default_factory=list)

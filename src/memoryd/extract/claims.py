@@ -91,6 +91,7 @@ _MULTI = frozenset(
     hate supports support includes include wants want""".split()  # noqa: SIM905
 )
 _BE = frozenset(["is", "was", "are"])
+_ARTICLES = frozenset(["the", "a", "an"])
 #: Attributes a person holds: "X is the owner" names X as the value.
 _ROLES = frozenset(["owner", "manager", "lead", "on-call"])
 #: Relations whose value comes first ("Ravi owns the search service").
@@ -446,7 +447,9 @@ def claim(text: str) -> Claim:
     inverse = False
     for n, token in enumerate(raw):
         low = token.casefold()
-        if pivot is None and (low in _RELATION or low in _MULTI or low in _CHANGE):
+        # after an article a verb's form is a noun ("since the start of the month")
+        noun = n > 0 and raw[n - 1].casefold() in _ARTICLES
+        if pivot is None and not noun and (low in _RELATION or low in _MULTI or low in _CHANGE):
             pivot, c.multi = n, low in _MULTI
         if pivot is None and low in _INVERSE:
             pivot, inverse = n, True
@@ -475,6 +478,10 @@ def claim(text: str) -> Claim:
             (n for n in range(pivot + 1, len(raw)) if raw[n].casefold() == "to"), None
         )
         value_start = changed_to + 1 if changed_to is not None else value_start
+        # "I've switched dentists, I see Dr. Moreau now": a change verb's plural object with
+        # no "to" names what changed, the subject, not the value
+        if changed_to is None and pivot + 1 < len(raw) and _plural_noun(raw[pivot + 1]):
+            value_start = pivot + 2
     # "from X to Y" / "instead of X": X is the value being replaced
     after_from = False
     purpose = False
@@ -532,6 +539,20 @@ def claim(text: str) -> Claim:
     if pivot is None and not c.attributes:
         c.names |= {v for v in c.values if value_kind(v) == "id" and v not in _DAYS}
     return c
+
+
+def _plural_noun(token: str) -> bool:
+    """A lower-case word written as a plural ("dentists", "phones"), not a verb's "-ss"
+    or "-us"."""
+    return (
+        token.isalpha()
+        and token.islower()
+        and len(token) > 4
+        and token.endswith("s")
+        and not token.endswith(("ss", "us", "is"))
+        and token not in _STOP
+        and token not in _VERBS
+    )
 
 
 def _kinds(values: set[str]) -> set[str]:
@@ -652,6 +673,20 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
         # memory may name the subject more fully ("Pipeline alerts" / "Alerts")
         if replaced and not only_new - n.slot - n.purpose:
             return Verdict.SUPERSEDES, "same subject, the value it names replaced"
+        # "Call ext 307 for repairs from today, ext 214 doesn't work anymore." after "The
+        # landlord's office number is 020 7946 0000, ext 214.", "No more Tesco, I do the
+        # weekly shop at Aldi now." after "I shop at Tesco on Saturdays.": the memory's own
+        # value named as replaced, a new one (of its kind) in its place, and a word in
+        # common besides the values
+        gone = n.old & (o.values | o.slot)
+        instead = new_values if gone & o.values else new_values | (n.slot - o.words)
+        if (
+            gone
+            and instead
+            and (not (gone & o.values and new_values) or _kinds(new_values) & _kinds(gone))
+            and ((n.words | n.attributes) & (o.words | o.attributes)) - gone
+        ):
+            return Verdict.SUPERSEDES, "a new value in place of the one it names replaced"
         if only_new & n.purpose and only_old & o.purpose:
             return Verdict.DISTINCT, "another purpose"
         # a change of one attribute may name the memory's subject more closely ("From now

@@ -11,7 +11,7 @@ Two reconcilers, one interface:
   long ids badly, and a made-up id is detected instead of written.
 * :class:`ThresholdReconciler` decides offline, with the words
   (:func:`memoryd.extract.claims.compare`) of each memory at least
-  ``supersede_similarity`` (0.5) similar to the fact:
+  ``supersede_similarity`` (0.35) similar to the fact:
 
   - the memory already says it (a paraphrase, or a fact it contains): NONE;
   - same subject (qualifiers such as staging / production included) and

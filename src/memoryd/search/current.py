@@ -63,6 +63,7 @@ hits and by the same convention for scores.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -70,7 +71,7 @@ from itertools import pairwise
 import numpy as np
 
 from memoryd.extract.claims import Claim, claim, claims_unlike, content, names_as_old
-from memoryd.extract.noise import is_chitchat
+from memoryd.extract.noise import is_chitchat, without_speaker
 from memoryd.models import SearchHit
 from memoryd.search.text import STOPWORDS, words
 from memoryd.store.keywords import document_stems
@@ -271,4 +272,63 @@ def asked_attribute_first(
         score = max(hit.score, out[to].score)
         out.insert(to, hit if score == hit.score else hit.model_copy(update={"score": score}))
         named.insert(to, attrs)
+    return out
+
+
+#: Verbs a request to the assistant starts with ("Remind me ...", "Book the car's MOT ...").
+_ASKING = re.compile(
+    # one-off errands, not verbs that also start standing instructions ("Make sure ...",
+    # "Check the CI before merging", "Use pnpm")
+    r"^(?:please |ok,? |so,? )?(?:remind|book|plan|find|send|draft|order|schedule|call|email"
+    r"|cancel|buy|look|tell|show|list|summari[sz]e|review|fix|investigate|prepare|arrange"
+    r"|fetch|pull|ping|renew|can you|could you|would you|will you)\b",
+    re.IGNORECASE,
+)
+#: ... unless it sets a standing rule ("Book easyJet from now on")
+_STANDING = re.compile(
+    r"\b(?:always|never|from now on|going forward|in future|every ?time|whenever|by default"
+    r"|prefer\w*|instead of|rather than)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for(text: str) -> bool:
+    """Is ``text`` a question or a request ("Remind me what to pack for the gym.", "Book
+    the car's MOT this week.") that states no value of its own and sets no standing rule
+    ("Book easyJet from now on" does)?"""
+    body = without_speaker(text).strip()
+    if not body or "\n" in body or claim(body).values or _STANDING.search(body):
+        return False
+    return body.endswith("?") or bool(_ASKING.match(body))
+
+
+def stating_first(
+    hits: Sequence[SearchHit],
+    *,
+    margin: float,
+    window: int = 10,
+) -> list[SearchHit]:
+    """``hits`` (best first) with each hit that is not a question or a request
+    (:func:`asks_for`) moved above the questions and requests right before it, when it
+    scores at most ``margin`` below them; within the first ``window`` hits. "gym class
+    time" wants "They moved spin to 7:30 pm" before "Remind me what to pack for the gym.";
+    the request stays found, one place lower. The moved hit takes the score of the first
+    one it passes."""
+    if len(hits) < 2 or margin <= 0:
+        return list(hits)
+    out = list(hits)
+    reach = min(len(out), window)
+    asking = [asks_for(h.text) for h in out[:reach]]
+    for pos in range(1, reach):
+        if asking[pos]:
+            continue
+        to = pos
+        while to > 0 and asking[to - 1] and out[to - 1].score - out[pos].score <= margin:
+            to -= 1
+        if to == pos:
+            continue
+        hit = out.pop(pos)
+        asking.insert(to, asking.pop(pos))
+        score = max(hit.score, out[to].score)
+        out.insert(to, hit if score == hit.score else hit.model_copy(update={"score": score}))
     return out
