@@ -87,6 +87,12 @@ def test_names_speakers_ended_values_and_clauses() -> None:
     assert compare("I've switched dentists, I see Dr. Moreau now.", "My dentist is Dr. Lindqvist at the Elm Street practice.")[0] == S  # fmt: skip
     assert compare("I've switched dentists, I see Dr. Moreau now.", "My GP is Dr. Lindqvist.")[0] == D  # fmt: skip
     assert "pescatarian" in claim("I've gone pescatarian since the start of the month.").slot
+    # an order from now on changes a preference or an order for its verb, and nothing else
+    assert compare("Book easyJet from now on, I joined their loyalty scheme.", "When you book flights, I prefer British Airways.")[0] == S  # fmt: skip
+    assert compare("Book KLM from now on, I joined their loyalty scheme.", "Book easyJet from now on, I joined their loyalty scheme.")[0] == S  # fmt: skip
+    assert compare("Book TAP Air from now on, I joined their loyalty scheme.", "Book club meets at Marlowe Books on the first Thursday.")[0] == D  # fmt: skip
+    assert compare("Book club has moved to Marlowe Books.", "Book British Airways from now on, I joined their loyalty scheme.")[0] == D  # fmt: skip
+    assert compare("I'm done with KLM, use easyJet for flights.", "Book KLM from now on, I joined their loyalty scheme.")[0] == S  # fmt: skip
     # "7:30 pm" and "7:15 am" are two times of one thing
     assert compare("They moved spin to 7:30 pm, same day.", "They moved spin to 7:15 am, same day.")[0] == S  # fmt: skip
 

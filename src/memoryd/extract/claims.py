@@ -168,6 +168,7 @@ class Claim:
     subject: set[str] = field(default_factory=set)  # the other words, on the subject side
     multi: bool = False  # its relation holds many values (uses, prefers)
     changes: bool = False  # it says a value changed (moved, now, instead, ...)
+    standing: bool = False  # an order from now on ("Book easyJet from now on")
 
 
 def _norm(token: str) -> str:
@@ -459,6 +460,13 @@ def claim(text: str) -> Claim:
             c.attributes.add(_VERB_ATTRIBUTE[low])
     if pivot is None:
         pivot = _pronoun_verb(raw)
+    # "Book easyJet from now on, ...": a standing instruction; its verb is what the value is
+    # for (the subject: "When you book flights, I prefer KLM" names it too), what it names
+    # next the value
+    if pivot is None and _standing_order(raw, text):
+        pivot, c.standing = 0, True
+        c.subject.add(_stem(raw[0].casefold()))
+        c.words.add(_stem(raw[0].casefold()))
     # "Kenji is the ingestion pipeline owner", "Omar is on call": a name before "is" and a
     # role after it; the role is the subject, who holds it the value (as in "Kenji owns ...")
     if (
@@ -539,6 +547,29 @@ def claim(text: str) -> Claim:
     if pivot is None and not c.attributes:
         c.names |= {v for v in c.values if value_kind(v) == "id" and v not in _DAYS}
     return c
+
+
+_STANDING = re.compile(r"(?i)\b(?:from now on|going forward|from today|in future)\b")
+
+
+def _standing_order(raw: list[str], text: str) -> bool:
+    """Does ``text`` open with a verb and a name, said as a rule from now on ("Book
+    easyJet from now on", "Use Bolt from today")? Only a sentence whose first word is no
+    other part of speech we know, and whose second is a value or a name."""
+    if len(raw) < 2 or not _STANDING.search(text):
+        return False
+    first, second = raw[0], raw[1]
+    low = first.casefold()
+    return (
+        first.isalpha()
+        and first[:1].isupper()
+        and low not in _STOP
+        and low not in _PRONOUNS
+        and low not in _QUALIFIERS
+        and low not in _ATTRIBUTES
+        and not _plural_noun(low)
+        and (_is_value(_norm(second)) or any(ch.isupper() for ch in second))
+    )
 
 
 def _plural_noun(token: str) -> bool:
@@ -654,6 +685,11 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
     if why is not None:
         return Verdict.DISTINCT, why
     replaced = _replaces(n, o)
+    # "Book TAP Air from now on" and "Book club meets at ...": an order changes a preference
+    # or an order for the same verb, and only such a one changes it, unless it names the
+    # value it replaces
+    if (n.standing or o.standing) and not (_same_order(n, o) or _same_order(o, n) or replaced):
+        return Verdict.DISTINCT, "an order, and what is no preference or order for its verb"
     only_new, only_old = _drop_kinds(n.words - o.words - n.old, o.words - n.words)
     new_values, old_values = n.values - o.values - n.old, o.values - n.values
     # "I moved my current account from Barclays to Monzo" after "I bank with Barclays",
@@ -787,7 +823,13 @@ def linked(new: str, old: str) -> bool:
     """``new`` and ``old`` name one attribute ("owns" / "took over": the owner), or ``new``
     names a value of ``old`` as the one it replaces ("..., not Kenji")."""
     n, o = claim(new), claim(old)
-    return bool(n.attributes & o.attributes) or _replaces(n, o)
+    return bool(n.attributes & o.attributes) or _replaces(n, o) or _same_order(n, o)
+
+
+def _same_order(n: Claim, o: Claim) -> bool:
+    """``n`` is a standing order whose verb ``o``, a preference or an order, names ("Book
+    easyJet from now on" / "When you book flights, I prefer KLM")."""
+    return n.standing and (o.multi or o.standing) and bool(n.subject & o.words)
 
 
 def _replaces(n: Claim, o: Claim) -> bool:
