@@ -527,3 +527,23 @@ def test_a_change_far_in_meaning_but_naming_the_subject_is_compared(embedder: Em
     strict = ExtractSettings(supersede_similarity=0.5)
     (d,) = ThresholdReconciler(strict).decide([NewFact(0, new, v_new, [(Known(0, "m", old), sim)])])
     assert d.event == Event.ADD  # the gate it had before: never compared
+
+
+def test_an_order_from_now_on_is_compared_with_the_preference_it_changes(
+    embedder: Embedder,
+) -> None:
+    """ "Book TAP Air from now on, I joined their loyalty scheme." is only 0.34 similar to
+    "When you book flights, I prefer KLM.": below ``supersede_similarity``, an order is
+    compared with a preference or an order naming its verb (``claims.linked``), and
+    supersedes it; "Book club meets at Marlowe Books ..." names no preference."""
+    new = "Book TAP Air from now on, I joined their loyalty scheme."
+    reconciler = ThresholdReconciler(ExtractSettings())
+    for old, event in (
+        ("When you book flights, I prefer KLM.", Event.UPDATE),
+        ("Book club meets at Marlowe Books on the first Thursday.", Event.ADD),
+    ):
+        v_old, v_new = embedder.embed([old, new])
+        sim = float(v_old @ v_new)
+        assert sim < ExtractSettings().supersede_similarity
+        (d,) = reconciler.decide([NewFact(0, new, v_new, [(Known(0, "m", old), sim)])])
+        assert d.event == event, (old, d.reason)
