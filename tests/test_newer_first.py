@@ -241,6 +241,11 @@ def test_a_statement_comes_before_a_request_or_question_scored_close_above_it() 
     assert not asks_for("Book easyJet from now on, I joined their loyalty scheme.")  # a rule
     assert not asks_for("Set my weekday alarm for 6:10.")  # not an errand verb; a value
     assert not asks_for("Book the 7:30 pm spin class.")  # it states a value
+    # chit-chat answers nothing either
+    chat = "- **user**: Such a sunny day, I might work from the park later."
+    lesson = "Yes, she has her swimming lesson on Saturday."
+    found = stating_first(_hits((chat, 0.776), (lesson, 0.731)), margin=0.1)
+    assert [h.text for h in found] == [lesson, chat]
     found = stating_first(_hits((request, 0.671), (errand, 0.64), (change, 0.618), (reply, 0.6)),
                           margin=0.06)  # fmt: skip
     assert [h.text for h in found] == [change, request, reply, errand]

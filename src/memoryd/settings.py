@@ -214,10 +214,11 @@ class SearchSettings(BaseModel):
     # call?": the on-call) moves above hits that state only other attributes (an owner)
     # scoring at most this much more (memoryd.search.current.asked_attribute_first; 0: off)
     asked_attribute_margin: float = Field(default=0.1, ge=0.0, le=1.0)
-    # and before that, a hit that states something (a value, or words after a relation)
-    # moves above hits that state nothing (a request, a question, "The smart plug went
-    # offline again.") scoring at most this much more (search.current.stating_first; 0: off)
-    stating_first_margin: float = Field(default=0.06, ge=0.0, le=1.0)
+    # and before that, a hit that states something moves above the questions, one-off
+    # requests and chit-chat right before it ("Remind me what to pack for the gym.", "Such
+    # a sunny day, ...") scoring at most this much more (search.current.stating_first; 0:
+    # off)
+    stating_first_margin: float = Field(default=0.1, ge=0.0, le=1.0)
     # time decay (seed 000): score = w_sim * relevance + w_recency * 0.5 ** (age_days / half_life)
     time_decay: bool = True
     decay_similarity_weight: float = 0.7

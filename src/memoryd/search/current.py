@@ -308,17 +308,18 @@ def stating_first(
     margin: float,
     window: int = 10,
 ) -> list[SearchHit]:
-    """``hits`` (best first) with each hit that is not a question or a request
-    (:func:`asks_for`) moved above the questions and requests right before it, when it
-    scores at most ``margin`` below them; within the first ``window`` hits. "gym class
-    time" wants "They moved spin to 7:30 pm" before "Remind me what to pack for the gym.";
-    the request stays found, one place lower. The moved hit takes the score of the first
-    one it passes."""
+    """``hits`` (best first) with each hit that is not a question, a request
+    (:func:`asks_for`) or chit-chat (:func:`~memoryd.extract.noise.is_chitchat`) moved
+    above such hits right before it, when it scores at most ``margin`` below them; within
+    the first ``window`` hits. "gym class time" wants "They moved spin to 7:30 pm" before
+    "Remind me what to pack for the gym.", "swimming day" the lesson's day before "Such a
+    sunny day, I might work from the park later."; what is passed stays found, one place
+    lower. The moved hit takes the score of the first one it passes."""
     if len(hits) < 2 or margin <= 0:
         return list(hits)
     out = list(hits)
     reach = min(len(out), window)
-    asking = [asks_for(h.text) for h in out[:reach]]
+    asking = [asks_for(h.text) or is_chitchat(h.text) for h in out[:reach]]
     for pos in range(1, reach):
         if asking[pos]:
             continue
