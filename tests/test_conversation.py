@@ -134,6 +134,9 @@ def test_a_turn_that_says_little_ranks_below_one_that_answers(memory: Memory) ->
     # no lifts: both turns would pass 1.0 with them (Ana is named, they are neighbours),
     # and the one lifted more leads whatever the prior does
     s.neighbour_boost = s.entity_boost = 0.0
+    # and no reordering after the ranking: statements-first would move the answer above
+    # the question too, and change the scores compared below
+    s.stating_first_margin = 0.0
     before = memory.search(query, user_id="u", top_k=10, time_decay=False)
     assert before[0].text == talk[0][1]  # by wording alone the question leads
     plain = {h.text: h for h in before}

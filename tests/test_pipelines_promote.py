@@ -563,6 +563,17 @@ def test_what_cannot_stand_as_a_fact() -> None:
     assert not_promotable("Got it, I'll page Leo this week") is not None
     assert not_promotable("Ana owns the Grafana SLO dashboards.") is None
     assert not_promotable("Deploys happen on Thursday afternoons") is None
+    # a report of something done once: the order of the day is not the usual order (the
+    # weeks benchmark's home variant kept "Ordered five coffees, a americano for you." as
+    # a MEMORY.md line after the usual order had changed)
+    done = "a report of something done once, not a lasting fact"
+    assert not_promotable("Ordered five coffees, a americano for you.") == done
+    assert not_promotable("I reconnected the smart plug to the Bramble-Net network.") == done
+    # ... but a change said in the past tense, or a report that states how things are, is
+    assert not_promotable("We moved pipeline alerts to #data-alerts.") is None
+    assert not_promotable("Sold the Toyota Corolla, we bought a Honda Civic last weekend.") is None
+    assert not_promotable("Curated tables live in the gold_tables dataset.") is None
+    assert not_promotable("Connected to staging Postgres on port 5433: it is slow.") is None
 
 
 def test_a_line_leaves_when_the_fact_taken_from_its_diary_line_is_superseded(

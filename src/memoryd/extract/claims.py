@@ -860,6 +860,31 @@ def replaced_value_named(text: str, old: str, new: str) -> str | None:
     return sorted(written or named)[0]
 
 
+#: Past forms of action verbs that do not end in "-ed" ("Sold ...", "Sent ...").
+_DONE_IRREGULAR = frozenset(
+    "sold bought sent paid made took gave got ran found wrote drove met brought".split()  # noqa: SIM905
+)
+
+
+def reports_action(text: str) -> bool:
+    """Does ``text`` report something done once ("Ordered five coffees, a cortado for
+    you.", "I reconnected the smart plug to the Hearth-5G network.", "Fixed the Kafka
+    ACL")? It opens with a past verb (after "I" / "We" or none), holds no relation that
+    states how things are ("Curated tables are in ...") and announces no change ("We
+    moved pipeline alerts to ...", "Sold the Honda Civic, we bought ..." say what is true
+    now)."""
+    raw = _tokens(_plain(text))
+    if not raw:
+        return False
+    k = 1 if raw[0].casefold() in ("i", "we") and len(raw) > 1 else 0
+    verb = raw[k].casefold()
+    past = verb in _DONE_IRREGULAR or (verb.endswith("ed") and verb.isalpha() and len(verb) > 4)
+    if not past or verb in _CHANGE or (k == 0 and not raw[0][:1].isupper()):
+        return False
+    rest = {t.casefold() for t in raw[k + 1 :]}
+    return not rest & (_RELATION | _MULTI | _CHANGE) and not claim(text).changes
+
+
 def content(text: str) -> set[str]:
     """The words of ``text`` that carry meaning, normalised as :func:`claim` does them."""
     words = (_norm(t) for t in _RAW.findall(_ACK_PREFIX.sub("", text)))

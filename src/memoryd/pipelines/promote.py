@@ -24,7 +24,9 @@ line from MEMORY.md is how the agent says no. Near-duplicates (the same concepts
 e.g. one fact recalled in two versions) are promoted once, the best scored.
 Only what can stand as a fact is promotable: not a task (tasks end; MEMORY.md is
 evergreen), not chit-chat, not a table row without its header, not a copied
-request or question, not a promise ("I'll page Leo this week").
+request or question, not a promise ("I'll page Leo this week"), not a report of
+something done once ("Ordered five coffees, a cortado for you.": the order of the day,
+not the usual one).
 
 The block is memoryd's and is **rewritten** each night from what is current,
 never appended to: a line whose memory was deleted, archived, superseded,
@@ -55,7 +57,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memoryd.extract.claims import Verdict, claim, compare, replaced_value_named, says_otherwise
+from memoryd.extract.claims import (
+    Verdict,
+    claim,
+    compare,
+    replaced_value_named,
+    reports_action,
+    says_otherwise,
+)
 from memoryd.extract.noise import is_bare_table, is_chitchat
 from memoryd.extract.tasks import is_closed, is_task, wants_doing
 from memoryd.models import Filters, MemoryRecord, Origin, State
@@ -305,6 +314,8 @@ def not_promotable(text: str) -> str | None:
         return "a copied request or question"
     if _PROMISE.search(text):
         return "a promise, not a fact"
+    if reports_action(text):
+        return "a report of something done once, not a lasting fact"
     if wants_doing(None, text):
         return "a task, not a lasting fact"
     return None
