@@ -554,7 +554,7 @@ _STANDING = re.compile(r"(?i)\b(?:from now on|going forward|from today|in future
 
 def _standing_order(raw: list[str], text: str) -> bool:
     """Does ``text`` open with a verb and a name, said as a rule from now on ("Book
-    easyJet from now on", "Use Bolt from today")? Only a sentence whose first word is no
+    easyJet from now on", "Fly KLM from today")? Only a sentence whose first word is no
     other part of speech we know, and whose second is a value or a name."""
     if len(raw) < 2 or not _STANDING.search(text):
         return False
@@ -710,10 +710,9 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
         if replaced and not only_new - n.slot - n.purpose:
             return Verdict.SUPERSEDES, "same subject, the value it names replaced"
         # "Call ext 307 for repairs from today, ext 214 doesn't work anymore." after "The
-        # landlord's office number is 020 7946 0000, ext 214.", "No more Tesco, I do the
-        # weekly shop at Aldi now." after "I shop at Tesco on Saturdays.": the memory's own
-        # value named as replaced, a new one (of its kind) in its place, and a word in
-        # common besides the values
+        # landlord's office number is 020 7946 0000, ext 214.": the memory's own value (or
+        # a word on its value side) named as replaced, a new one (of its kind) in its
+        # place, and a word in common besides the values
         gone = n.old & (o.values | o.slot)
         instead = new_values if gone & o.values else new_values | (n.slot - o.words)
         if (
