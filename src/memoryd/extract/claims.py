@@ -714,11 +714,12 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
         # a word on its value side) named as replaced, a new one (of its kind) in its
         # place, and a word in common besides the values
         gone = n.old & (o.values | o.slot)
-        instead = new_values if gone & o.values else new_values | (n.slot - o.words)
+        named_value = gone & o.values  # then only a value can stand in its place
+        instead = new_values if named_value else new_values | (n.slot - o.words)
         if (
             gone
             and instead
-            and (not (gone & o.values and new_values) or _kinds(new_values) & _kinds(gone))
+            and (not named_value or _kinds(new_values) & _kinds(gone))
             and ((n.words | n.attributes) & (o.words | o.attributes)) - gone
         ):
             return Verdict.SUPERSEDES, "a new value in place of the one it names replaced"

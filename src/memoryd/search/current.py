@@ -251,27 +251,37 @@ def asked_attribute_first(
     of the first one it passes, so scores stay in rank order."""
     if not asked or len(hits) < 2 or margin <= 0:
         return list(hits)
+    named = [claim(h.text).attributes for h in hits[:window]]
+    return _moved_above(
+        hits,
+        [bool(a & asked) for a in named],
+        [bool(a) and not a & asked for a in named],
+        margin,
+    )
+
+
+def _moved_above(
+    hits: Sequence[SearchHit], moves: list[bool], passed: list[bool], margin: float
+) -> list[SearchHit]:
+    """``hits`` with each of the first ``len(moves)`` that ``moves`` moved above the hits
+    right before it that it may pass (``passed``) and that score at most ``margin`` more.
+    The moved hit takes the score of the first one it passes, so scores stay in rank
+    order."""
     out = list(hits)
-    reach = min(len(out), window)
-    named = [claim(h.text).attributes for h in out[:reach]]
-    for pos in range(1, reach):
-        if not named[pos] & asked:
+    moves, passed = list(moves), list(passed)
+    for pos in range(1, len(moves)):
+        if not moves[pos]:
             continue
         to = pos
-        while (
-            to > 0
-            and named[to - 1]
-            and not named[to - 1] & asked
-            and out[to - 1].score - out[pos].score <= margin
-        ):
+        while to > 0 and passed[to - 1] and out[to - 1].score - out[pos].score <= margin:
             to -= 1
         if to == pos:
             continue
         hit = out.pop(pos)
-        attrs = named.pop(pos)
+        moves.insert(to, moves.pop(pos))
+        passed.insert(to, passed.pop(pos))
         score = max(hit.score, out[to].score)
         out.insert(to, hit if score == hit.score else hit.model_copy(update={"score": score}))
-        named.insert(to, attrs)
     return out
 
 
@@ -317,19 +327,5 @@ def stating_first(
     lower. The moved hit takes the score of the first one it passes."""
     if len(hits) < 2 or margin <= 0:
         return list(hits)
-    out = list(hits)
-    reach = min(len(out), window)
-    asking = [asks_for(h.text) or is_chitchat(h.text) for h in out[:reach]]
-    for pos in range(1, reach):
-        if asking[pos]:
-            continue
-        to = pos
-        while to > 0 and asking[to - 1] and out[to - 1].score - out[pos].score <= margin:
-            to -= 1
-        if to == pos:
-            continue
-        hit = out.pop(pos)
-        asking.insert(to, asking.pop(pos))
-        score = max(hit.score, out[to].score)
-        out.insert(to, hit if score == hit.score else hit.model_copy(update={"score": score}))
-    return out
+    asking = [asks_for(h.text) or is_chitchat(h.text) for h in hits[:window]]
+    return _moved_above(hits, [not a for a in asking], asking, margin)
