@@ -1,8 +1,9 @@
 """Files the pipelines write into a workspace hold only its owner's memories.
 
-A workspace belongs to ``workspace.user_id`` (here ``default``): its Markdown is
-indexed as that user's chunks, so another user's memory written into INDEX.md,
-lessons.md or MEMORY.md would come back in the owner's searches."""
+A workspace belongs to ``workspace.user_id`` (here ``default``): its agents read its
+files, and its Markdown is indexed as that user's chunks, so another user's memory
+written into INDEX.md would reach the owner's agents, and one written into lessons.md or
+MEMORY.md would come back in the owner's searches too."""
 
 from __future__ import annotations
 
@@ -77,14 +78,20 @@ def test_index_md_lists_only_the_owners_memories(
     assert f"{len(MINE)} active" in index  # and counted: boss's are not
     assert "0 in the shared pool" in index  # boss's experience is boss's pool, not the owner's
 
-    # INDEX.md is a workspace file: indexed as the owner's chunks, it must not bring
-    # boss's memories into the owner's searches
-    index_workspace(mem, resolve_workspace(settings, "dev", mem.store))
-    # (no relevance floor: every chunk the owner can see comes back)
-    hits = mem.search(
-        "acquisition codename lease vendor", user_id=OWNER, agent_id="dev", min_score=0
+    # INDEX.md is not indexed for search: its "recent" lines are the owner's memories, which
+    # would come back twice (and as an undated note, never decay)
+    ws = resolve_workspace(settings, "dev", mem.store)
+    assert ws.memory_dir / "INDEX.md" not in ws.files()
+    assert not ws.is_indexed_path(ws.memory_dir / "INDEX.md")
+    report = index_workspace(mem, ws)
+    assert "memory/INDEX.md" not in {f.path for f in report.files}
+    # (no relevance floor: every memory the owner can see comes back)
+    hits = mem.search("Kestrel build farm", user_id=OWNER, agent_id="dev", min_score=0, top_k=50)
+    assert [h.text for h in hits].count("The owner's CI runs on the Kestrel build farm.") == 1
+    assert not any(
+        (h.record.source.path if h.record.source else "") == "memory/INDEX.md" for h in hits
     )
-    assert hits and all(leaked(h.record.text) == [] for h in hits)
+    assert all(leaked(h.record.text) == [] for h in hits)
 
 
 def test_lessons_md_gets_only_the_owners_lessons(

@@ -20,9 +20,8 @@ from pathlib import Path
 from memoryd.core import Memory
 from memoryd.models import Filters, MemoryRecord, Origin, State
 from memoryd.pipelines.registry import PipelineContext, RunResult
-from memoryd.workspace.layout import Workspace, classify
+from memoryd.workspace.layout import INDEX_FILE, Workspace, classify
 
-INDEX_FILE = "INDEX.md"
 _WRITTEN = [Origin.API, Origin.FACT]  # chunks mirror the files the index links to
 _ITEM_CHARS = 110
 
@@ -42,14 +41,15 @@ def render_index(memory: Memory, ws: Workspace, *, max_bytes: int, recent: int) 
     """The text of ``memory/INDEX.md`` for ``ws``'s agent, at most ``max_bytes`` bytes.
 
     Only the workspace owner's (``workspace.user_id``) memories are counted and
-    listed: the file is indexed as the owner's workspace chunk, so anything of
-    another user in it would leak into the owner's searches.
+    listed: the file is in the owner's workspace, read by their agents (``memory_get``),
+    so anything of another user in it would leak. It is not indexed for search (its
+    lines are copies of memories that are).
 
     When everything does not fit, recent items go first, then the smallest
     categories and the last topic links, each replaced by a "… more" line.
     """
     agent = ws.agent_id
-    owner = ws.settings.user_id  # the file is indexed as this user's chunks: only their memories
+    owner = ws.settings.user_id  # the file is this user's workspace: only their memories
     store = memory.store
     mine = Filters(user_id=owner, agent_id=agent, origins=_WRITTEN)
     by_category = store.counts_by("category", mine)

@@ -29,6 +29,10 @@ DREAMS_FILE = "DREAMS.md"
 #: ``memory/structured/``: facts exported per category (pipelines/structured.py); not indexed,
 #: its lines are memories already searchable.
 STRUCTURED_DIR = "structured"
+#: ``memory/INDEX.md``: the map of an agent's memory that memoryd regenerates
+#: (pipelines/index_md.py); not indexed: its counts and "recent" lines are copies of
+#: memories already searchable, and as an undated note they would never decay
+INDEX_FILE = "INDEX.md"
 # seed 003's on-demand folders under memory/: a file there is found by searching its
 # folder as a category (``memoryd search --category entities``); session notes go to
 # summaries/ when a workspace has that folder
@@ -154,7 +158,8 @@ class Workspace:
     def files(self) -> list[Path]:
         """Every Markdown file that is indexed, sorted, each once.
 
-        ``MEMORY.md``, ``memory/**/*.md`` and the extra paths. Hidden files and
+        ``MEMORY.md``, ``memory/**/*.md`` (not what memoryd derives from the store:
+        ``memory/structured/`` and ``memory/INDEX.md``) and the extra paths. Hidden files and
         directories (e.g. ``memory/.dreams/``) are skipped, and so are symlinks
         that lead outside the workspace and extra paths: what is indexed must be
         readable with ``memory_get``.
@@ -163,8 +168,11 @@ class Workspace:
         if self.memory_file.is_file():
             candidates.append(self.memory_file)
         structured = self.memory_dir / STRUCTURED_DIR
+        derived = self.memory_dir / INDEX_FILE
         candidates.extend(
-            p for p in _markdown_under(self.memory_dir) if not p.is_relative_to(structured)
+            p
+            for p in _markdown_under(self.memory_dir)
+            if not p.is_relative_to(structured) and p != derived
         )
         for extra in self.extra_roots():
             if extra.is_file() and extra.suffix.lower() == ".md":
@@ -198,7 +206,9 @@ class Workspace:
                 rel = path.relative_to(base)
             except ValueError:
                 continue
-            if base == self.memory_dir and rel.parts[0] == STRUCTURED_DIR:
+            if base == self.memory_dir and (
+                rel.parts[0] == STRUCTURED_DIR or rel.parts == (INDEX_FILE,)
+            ):
                 return False
             return not any(part.startswith(".") for part in rel.parts)
         return False
