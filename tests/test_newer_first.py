@@ -175,6 +175,26 @@ def test_a_newer_request_does_not_pass_what_was_said(memory: Memory) -> None:
     assert order["statement"][0] == newer["statement"], order
 
 
+def test_a_newer_hit_that_repeats_what_a_change_set_does_not_pass_it(memory: Memory) -> None:
+    """ "Here are five pescatarian dinners for the week." repeats the value "Actually I'm
+    pescatarian now, not vegetarian anymore." set: nothing newer to tell, and the change is
+    the answer. A newer hit with another value passes it (the control), and so does one
+    that says the change's old value again ("vegetarian" is back)."""
+    query = "what diet do I follow"
+    change = "Actually I'm pescatarian now, not vegetarian anymore."
+    newer = {
+        "repeats": "Here are five pescatarian dinners for the week.",
+        "another": "Actually I'm vegan now, not pescatarian anymore.",
+        "old again": "I'm vegetarian again, please plan dinners with that in mind.",
+    }
+    order = {kind: _ordered(memory, query, change, text)[0] for kind, text in newer.items()}
+    assert order == {
+        "repeats": change,
+        "another": newer["another"],
+        "old again": newer["old again"],
+    }
+
+
 def _hits(*scored: tuple[str, float]) -> list[SearchHit]:
     return [
         SearchHit(

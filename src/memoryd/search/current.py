@@ -28,9 +28,11 @@ above an older one when
   does not pass "the backfill window is 11 days" for "backfill window"); words
   are compared as the keyword index stems them ("paged" says "page"), and two words side
   by side say what they say written as one ("times out" says "timeout", "set up"
-  "setup"), and
+  "setup"),
 * the newer one states rather than asks or chats (a question, a request such as "Send
-  me today's report", an acknowledgement: :func:`~memoryd.extract.noise.is_chitchat`).
+  me today's report", an acknowledgement: :func:`~memoryd.extract.noise.is_chitchat`), and
+* it does not merely repeat the value an older change set ("Here are five pescatarian
+  dinners for the week." after "Actually I'm pescatarian now, not vegetarian anymore.").
 
 An older hit that is a conversation turn or diary line whose fact the fact store has
 since superseded (``Evidence.retired``: a superseded fact cites its lines) is known to
@@ -151,6 +153,19 @@ def _says_none(older: frozenset[str], newer: frozenset[str], terms: list[frozens
     return bool(asked) and not any(forms & newer for forms in asked)
 
 
+def _agrees(newer: Claim, older: Claim) -> bool:
+    """Does the newer hit repeat the value an older change set, without a change of its
+    own? ("Here are five pescatarian dinners for the week." after "Actually I'm pescatarian
+    now, not vegetarian anymore.": nothing newer to tell, and the change says it.)"""
+    return (
+        older.changes
+        and not newer.changes
+        and bool(older.slot)
+        and older.slot <= newer.words | newer.slot
+        and not older.old & (newer.words | newer.slot)
+    )
+
+
 def newer_first(
     hits: Sequence[SearchHit],
     evidence: Sequence[Evidence],
@@ -207,6 +222,8 @@ def newer_first(
                     continue
                 new, old = said(j), said(i)
                 if claims_unlike(new.claim, old.claim) is not None:
+                    continue
+                if not retired and _agrees(new.claim, old.claim):
                     continue
                 if not retired and (
                     _says_none(old.words, new.anew, query_words)
