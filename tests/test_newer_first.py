@@ -173,6 +173,17 @@ def test_a_newer_request_does_not_pass_what_was_said(memory: Memory) -> None:
     order = {kind: _ordered(memory, query, said, text) for kind, text in newer.items()}
     assert order["request"][0] == said, order
     assert order["statement"][0] == newer["statement"], order
+    # a request that says the query's word, close in meaning, is a request all the same
+    said = "OK, your plan is Netflix Basic now."
+    newer = {
+        "request": "Plan a Netflix movie night for this week.",
+        "statement": "The plan is Netflix Premium from today.",
+    }
+    order = {
+        kind: _ordered(memory, "which plan do we have", said, text) for kind, text in newer.items()
+    }
+    assert order["request"][0] == said, order
+    assert order["statement"][0] == newer["statement"], order
 
 
 def test_a_newer_hit_that_repeats_what_a_change_set_does_not_pass_it(memory: Memory) -> None:

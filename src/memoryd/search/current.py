@@ -30,7 +30,8 @@ above an older one when
   by side say what they say written as one ("times out" says "timeout", "set up"
   "setup"),
 * the newer one states rather than asks or chats (a question, a request such as "Send
-  me today's report", an acknowledgement: :func:`~memoryd.extract.noise.is_chitchat`), and
+  me today's report" or "Plan dinners for this week." (:func:`asks_for`), an
+  acknowledgement: :func:`~memoryd.extract.noise.is_chitchat`), and
 * it does not merely repeat the value an older change set ("Here are five pescatarian
   dinners for the week." after "Actually I'm pescatarian now, not vegetarian anymore.").
 
@@ -201,7 +202,7 @@ def newer_first(
     while pos < reach:
         j = order[pos]
         target = None
-        if not evidence[j].asks and not is_chitchat(hits[j].text):
+        if not (evidence[j].asks or asks_for(hits[j].text) or is_chitchat(hits[j].text)):
             for place in range(pos):
                 i = order[place]
                 if evidence[i].current or evidence[j].when < evidence[i].when + gap:
