@@ -140,7 +140,10 @@ def agent_model(body: dict[str, Any]) -> Reply:
 # -- the OpenClaw home -----------------------------------------------------------------------
 def openclaw_processes() -> str:
     """The OpenClaw processes alive now (what held a lock, when a command was refused)."""
-    ps = subprocess.run(["ps", "-eo", "pid,etime,args"], capture_output=True, text=True)
+    try:
+        ps = subprocess.run(["ps", "-eo", "pid,etime,args"], capture_output=True, text=True)
+    except OSError as e:  # no ps here: the failure it would explain still shows
+        return f"(ps: {e})"
     return "\n".join(line[:300] for line in ps.stdout.splitlines() if "openclaw" in line)
 
 
