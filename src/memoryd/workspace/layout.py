@@ -167,12 +167,10 @@ class Workspace:
         candidates: list[Path] = []
         if self.memory_file.is_file():
             candidates.append(self.memory_file)
-        structured = self.memory_dir / STRUCTURED_DIR
-        derived = self.memory_dir / INDEX_FILE
         candidates.extend(
             p
             for p in _markdown_under(self.memory_dir)
-            if not p.is_relative_to(structured) and p != derived
+            if not _derived(p.relative_to(self.memory_dir).parts)
         )
         for extra in self.extra_roots():
             if extra.is_file() and extra.suffix.lower() == ".md":
@@ -206,12 +204,16 @@ class Workspace:
                 rel = path.relative_to(base)
             except ValueError:
                 continue
-            if base == self.memory_dir and (
-                rel.parts[0] == STRUCTURED_DIR or rel.parts == (INDEX_FILE,)
-            ):
+            if base == self.memory_dir and _derived(rel.parts):
                 return False
             return not any(part.startswith(".") for part in rel.parts)
         return False
+
+
+def _derived(parts: tuple[str, ...]) -> bool:
+    """Is the file at ``parts`` under ``memory/`` one memoryd derives from the store
+    (``structured/``, ``INDEX.md``), so not indexed?"""
+    return parts[0] == STRUCTURED_DIR or parts == (INDEX_FILE,)
 
 
 def _same_file(a: Path, b: Path) -> bool:
