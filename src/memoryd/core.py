@@ -73,7 +73,7 @@ from memoryd.search.current import (
 )
 from memoryd.search.decay import blend, facts_weight
 from memoryd.search.entities import entity_boost
-from memoryd.search.hybrid import Candidate
+from memoryd.search.hybrid import Candidate, keyword_side
 from memoryd.search.pool import merge, pool_filters
 from memoryd.search.text import asks_how_wanted, asks_when, names_in
 from memoryd.search.tiers import memory_type, run_date
@@ -1150,7 +1150,7 @@ class Memory:
         pool = pool_filters(f, s.shared_categories) if include_shared else None
         scopes = [f] if pool is None else [f, pool]
         early = (
-            [self._side.submit(self._keyword_side, query, scope, n) for scope in scopes]
+            [self._side.submit(keyword_side, self.store, query, scope, n) for scope in scopes]
             if mode == "hybrid" and query not in self._query_cache
             else [None] * len(scopes)
         )  # the keyword side runs while the query is embedded
@@ -1160,13 +1160,7 @@ class Memory:
         candidates: builtins.list[Candidate] = []
         known: dict[str, RankFacts] = {}  # the candidates' facts the store read with them
         for scope, side in zip(scopes, early, strict=True):
-            keyword_side = None
-            if side is not None:
-                keyword_side, read = side.result()
-                known.update(read)
-            these = hybrid_candidates(
-                self.store, query, qvec, scope, n, s, mode, keyword_side, facts=known
-            )
+            these = hybrid_candidates(self.store, query, qvec, scope, n, s, mode, side, facts=known)
             candidates = merge(candidates, these) if candidates else these
         # a question about how the user wants something is answered by a preference said in
         # other words ("How should I represent the records?" / "I'd rather have dataclasses"):
@@ -1196,14 +1190,6 @@ class Memory:
         if record_recall:
             self.recalls.record(query, found, self.clock())
         return found
-
-    def _keyword_side(
-        self, query: str, scope: Filters, n: int
-    ) -> tuple[builtins.list[tuple[str, float]], dict[str, RankFacts]]:
-        """The keyword candidates of ``scope`` and the facts the store read with them
-        (run beside the query's embedding)."""
-        facts: dict[str, RankFacts] = {}
-        return self.store.keyword_search(query, scope, n, facts=facts), facts
 
     def _rank(
         self,

@@ -325,9 +325,9 @@ def asks_for(text: str) -> bool:
     the car's MOT this week.") that states no value of its own and sets no standing rule
     ("Book easyJet from now on" does)?"""
     body = without_speaker(text).strip()
-    if not body or "\n" in body or claim(body).values or _STANDING.search(body):
-        return False
-    return body.endswith("?") or bool(_ASKING.match(body))
+    if not (body.endswith("?") or _ASKING.match(body)) or "\n" in body:
+        return False  # most hits: no question, no request (and no claim to parse)
+    return not (claim(body).values or _STANDING.search(body))
 
 
 def stating_first(

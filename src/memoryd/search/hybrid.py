@@ -1,16 +1,17 @@
 """Vector + BM25 candidates, fused by weight (default) or reciprocal rank.
 
 Both sides over-fetch ``top_k * candidate_multiplier`` candidates. Keyword
-candidates also get their exact vector score (a dot product against the
-in-memory matrix, nearly free), so a hit found only by BM25 is not penalised
-for being outside the vector shortlist. Every candidate keeps its parts, as
+candidates also get their exact vector score, so a hit found only by BM25 is
+not penalised for being outside the vector shortlist. A new query's keyword
+side runs off the search's path (:func:`keyword_side`, while the query is
+embedded), and is waited for only once the vector side has searched. Every candidate keeps its parts, as
 plain floats: a search builds :class:`~memoryd.models.ScoreParts` only for the
 hits it returns (a pydantic model per candidate was ~1 ms of a top-25 search).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,6 +98,21 @@ def fuse(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class KeywordSide:
+    """A scope's keyword candidates found off the search's path (while the query is
+    embedded), and the facts the store read with them."""
+
+    hits: list[tuple[str, float]]
+    facts: dict[str, RankFacts]
+
+
+def keyword_side(store: Store, query: str, filters: Filters, n: int) -> KeywordSide:
+    """The keyword side of a hybrid search, for a worker thread."""
+    facts: dict[str, RankFacts] = {}
+    return KeywordSide(store.keyword_search(query, filters, n, facts=facts), facts)
+
+
 def hybrid_candidates(
     store: Store,
     query: str,
@@ -105,22 +121,26 @@ def hybrid_candidates(
     n: int,
     settings: SearchSettings,
     mode: str = "hybrid",
-    keyword_side: Sequence[tuple[str, float]] | None = None,
+    early: Future[KeywordSide] | None = None,
     facts: dict[str, RankFacts] | None = None,
 ) -> list[Candidate]:
     """Ranked candidates for ``query`` within ``filters``; ``n`` per side.
-    ``keyword_side`` is the store's ``keyword_search`` answer when the caller has it
-    already (it ran while the query was embedded). ``facts`` gathers the candidates'
-    :class:`RankFacts` where the store reads them with the candidates (see
-    :class:`~memoryd.store.Store`)."""
+    ``early`` is the :func:`keyword_side` of this scope running in a worker (a new
+    query's): it is waited for only after the vector side has searched. ``facts``
+    gathers the candidates' :class:`RankFacts` where the store reads them with the
+    candidates (see :class:`~memoryd.store.Store`)."""
     vector_hits: dict[str, float] = {}
     keyword_hits: dict[str, float] = {}
     if mode in ("hybrid", "vector") and query_vector is not None:
         vector_hits = dict(store.vector_search(query_vector, filters, n, facts=facts))
     if mode in ("hybrid", "keyword"):
-        if keyword_side is None:
-            keyword_side = store.keyword_search(query, filters, n, facts=facts)
-        keyword_hits = dict(keyword_side)
+        if early is not None:
+            side = early.result()
+            keyword_hits = dict(side.hits)
+            if facts is not None:
+                facts.update(side.facts)
+        else:
+            keyword_hits = dict(store.keyword_search(query, filters, n, facts=facts))
         missing = [i for i in keyword_hits if i not in vector_hits]
         if missing and query_vector is not None and mode == "hybrid":
             vector_hits.update(store.vector_scores(query_vector, missing, facts=facts))
