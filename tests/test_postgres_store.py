@@ -363,8 +363,11 @@ def test_named_migrations_apply_once_and_catch_up_old_databases(pg_db: str) -> N
     store.close()
     with psycopg.connect(pg_db, autocommit=True) as conn:  # as a database from older code
         conn.execute("DROP TRIGGER memories_kw ON memoryd.memories")
+        for event in ("deleted", "updated"):
+            conn.execute(f"DROP TRIGGER memories_kw_unblock_{event} ON memoryd.memories")
+            conn.execute(f"DROP FUNCTION memoryd.kw_unblock_{event}()")
         conn.execute("DROP FUNCTION memoryd.kw_sync()")
-        conn.execute("DROP TABLE memoryd.kw_postings, memoryd.kw_stats")
+        conn.execute("DROP TABLE memoryd.kw_postings, memoryd.kw_stats, memoryd.kw_blocks")
         conn.execute("ALTER TABLE memoryd.memories DROP COLUMN kw")
         conn.execute("ALTER TABLE memoryd.memories ADD COLUMN tsv tsvector NOT NULL DEFAULT ''")
         conn.execute("CREATE INDEX memories_tsv ON memoryd.memories USING gin (tsv)")
@@ -389,6 +392,7 @@ def test_named_migrations_apply_once_and_catch_up_old_databases(pg_db: str) -> N
         "003_keyword_postings",
         "004_vectors_in_row",
         "005_source_state",
+        "006_keyword_blocks",
     ]
     assert "kw" in columns and "tsv" not in columns
     assert before[0] and before[1] and "u2" not in dict(before[1])

@@ -55,7 +55,7 @@ from memoryd.models import Filters, MemoryRecord, RankFacts, State
 from memoryd.search import turns
 from memoryd.search.entities import names_of
 from memoryd.settings import PostgresStoreSettings, StoreSettings
-from memoryd.store import Store, register_store, sql
+from memoryd.store import Store, pg_postings, register_store, sql
 from memoryd.store.filter_sql import PostgresFilterSQL
 from memoryd.store.keywords import MIN_SCALE, bm25_top, query_stems, term_counts
 from memoryd.store.sql import Connection, Dialect, SQLStore
@@ -230,6 +230,9 @@ class PostgresStore(SQLStore):
         self._scope_conns: dict[str, psycopg.Connection[Any]] = {}
         self._scope_tried: dict[str, float] = {}
         self._scope_lock = threading.Lock()
+        # (term, user) keyword postings being packed, and the threads packing them
+        self._packing: set[tuple[str, str]] = set()
+        self._packers: set[threading.Thread] = set()
         self._closed = False
         self._migrate()
         self._pool: ConnectionPool = pool_class(
@@ -332,7 +335,7 @@ class PostgresStore(SQLStore):
         interrupted concurrent build leaves an invalid index, dropped then), then close."""
         with self._scope_lock:
             self._closed = True
-            builds = list(self._scope_builds.values())
+            builds = [*self._scope_builds.values(), *self._packers]
             for conn in self._scope_conns.values():
                 conn.cancel_safe()
         for thread in builds:
@@ -462,6 +465,12 @@ class PostgresStore(SQLStore):
                 # search's diary lines were extracted from)
                 "005_source_state",
                 [f"CREATE INDEX memories_source_state ON {m} ({sql.SOURCE_STATE})"],
+            ),
+            (
+                # a big user's postings of a common word, packed into blocks as they grow
+                # (store/pg_postings.py); until a search or bulk_load packs them, rows
+                "006_keyword_blocks",
+                [*pg_postings.schema(f'"{self._schema}"', m)],
             ),
         ]
 
@@ -727,6 +736,54 @@ class PostgresStore(SQLStore):
             with self._scope_lock:
                 self._scope_builds.pop(name, None)
 
+    def pack_postings(self, user_id: str | None = None, terms: Sequence[str] | None = None) -> int:
+        """Pack ``user_id``'s keyword postings of ``terms`` into blocks
+        (:mod:`memoryd.store.pg_postings`); without arguments, every user's terms that have
+        more than ``pack_postings_above`` rows. Returns the blocks written. Safe beside
+        writers and other packers, on any server."""
+        with self._connect() as conn:
+            if user_id is None or terms is None:
+                if self.settings.pack_postings_above <= 0:
+                    return 0
+                pairs = conn.execute(
+                    f'SELECT term, user_id FROM "{self._schema}".kw_postings'
+                    " GROUP BY term, user_id HAVING count(*) > %s",
+                    (self.settings.pack_postings_above,),
+                ).fetchall()
+            else:
+                pairs = [(term, user_id) for term in terms]
+            statement = pg_postings.pack_sql(f'"{self._schema}"')
+            blocks = 0
+            for term, user in pairs:
+                blocks += conn.execute(statement, {"term": term, "user": user}).rowcount
+        return blocks
+
+    def _pack_in_background(self, user_id: str, terms: Sequence[str]) -> None:
+        """Pack ``terms`` of ``user_id`` in a thread, unless a pack of them is under way."""
+        with self._scope_lock:
+            todo = [t for t in terms if (t, user_id) not in self._packing]
+            if self._closed or not todo:
+                return
+            self._packing.update((t, user_id) for t in todo)
+            thread = threading.Thread(
+                target=self._pack, args=(user_id, todo), name="memoryd-pack", daemon=True
+            )
+            self._packers.add(thread)
+        thread.start()
+
+    def _pack(self, user_id: str, terms: builtins.list[str]) -> None:
+        try:
+            self.pack_postings(user_id, terms)
+        except (
+            StoreError,
+            self._psycopg.Error,
+        ) as exc:  # the server went away: a later search retries
+            log.warning("packing user %r's postings of %s failed: %s", user_id, terms, exc)
+        finally:
+            with self._scope_lock:
+                self._packing.difference_update((t, user_id) for t in terms)
+                self._packers.discard(threading.current_thread())
+
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """Many rows are coming: an HNSW index that does not exist yet is built once,
@@ -773,6 +830,7 @@ class PostgresStore(SQLStore):
                 f'VACUUM (ANALYZE) "{self._schema}".kw_postings, "{self._schema}".kw_stats'
             )
         self.index_large_scopes()  # users loaded past scope_index_above: their own graphs
+        self.pack_postings()  # and their common words' postings, in blocks
 
     # -- small state ----------------------------------------------------------------------------
     def kv_get(self, key: str) -> Any:
@@ -938,49 +996,52 @@ class PostgresStore(SQLStore):
         scope = self._scope_sql(filters)
         if scope is not None:
             cond, cparams = scope
-            postings = f"SELECT term, seq, tf, len FROM {s}.kw_postings WHERE term = ANY(%s){cond}"
+            rows = f"SELECT term, seq, tf, len FROM {s}.kw_postings WHERE term = ANY(%s){cond}"
+            blocks = f"SELECT term, seqs, tfs, lens FROM {s}.kw_blocks WHERE term = ANY(%s){cond}"
             stats = (
                 "SELECT sum(n)::float8 AS n, sum(total_len)::float8 AS tl"
                 f" FROM {s}.kw_stats WHERE true {cond}"
             )
-            params: builtins.list[Any] = [*cparams, terms, *cparams]
+            params: builtins.list[Any] = [*cparams, terms, *cparams, terms, *cparams]
         else:
             where, wparams = self.dialect.where(filters)
             rows_sql = f"SELECT seq, kw FROM {self.t_memories} {where}"
-            postings = (
+            rows = (
                 f"SELECT k.term, k.seq, k.tf, k.len FROM {s}.kw_postings k"
                 f" JOIN ({rows_sql}) m ON m.seq = k.seq WHERE k.term = ANY(%s)"
+            )
+            blocks = (
+                "SELECT b.term, array_agg(u.seq) AS seqs, array_agg(u.tf) AS tfs,"
+                f" array_agg(u.len) AS lens FROM {s}.kw_blocks b"
+                " CROSS JOIN LATERAL unnest(b.seqs, b.tfs, b.lens) AS u(seq, tf, len)"
+                f" JOIN ({rows_sql}) m ON m.seq = u.seq WHERE b.term = ANY(%s) GROUP BY b.term"
             )
             stats = (
                 "SELECT count(*) FILTER (WHERE l > 0)::float8 AS n, sum(l)::float8 AS tl"
                 " FROM (SELECT (SELECT coalesce(sum(value::bigint), 0)"
                 f" FROM jsonb_each_text(m.kw)) AS l FROM ({rows_sql}) m) AS lens"
             )
-            params = [*wparams, *wparams, terms]
-        # each term's postings in scope as three packed arrays (document, frequency,
-        # length), one read of the index: the scoring is numpy's (bm25_top). PostgreSQL
-        # joining, summing and sorting ~14k postings of a user of 100k itself: ~20 ms
+            params = [*wparams, *wparams, terms, *wparams, terms]
+        # each term's postings in scope as arrays (document, frequency, length), from its
+        # rows and its packed blocks, loaded straight into numpy: the scoring is numpy's
+        # (bm25_top). PostgreSQL joining, summing and sorting ~14k postings of a user of
+        # 100k itself: ~20 ms
         with self._read() as conn:
-            rows = conn.execute(
-                f"""WITH st AS MATERIALIZED ({stats})
-                SELECT (SELECT n FROM st), (SELECT tl FROM st), string_agg(int8send(p.seq), ''::bytea),
-                    string_agg(int4send(p.tf), ''::bytea), string_agg(int4send(p.len), ''::bytea)
-                FROM ({postings}) p GROUP BY p.term""",
-                params,
-            ).fetchall()
-            if not rows or not rows[0][0]:
+            cur = conn.cursor(binary=True)
+            pg_postings.register_loaders(cur.adapters)
+            found_rows = cur.execute(pg_postings.read_sql(stats, rows, blocks), params).fetchall()
+            if not found_rows or not found_rows[0][0]:
                 return []
+            per_term: dict[str, builtins.list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+            unpacked: builtins.list[str] = []
+            for _, _, term, docs, tfs, lens, tail in found_rows:
+                per_term.setdefault(term, []).append((docs, tfs, lens))
+                if tail and len(docs) > self.settings.pack_postings_above > 0:
+                    unpacked.append(term)
             seqs, scores, ceiling = bm25_top(
-                (
-                    (
-                        np.frombuffer(d, dtype=">i8"),
-                        np.frombuffer(f, dtype=">i4"),
-                        np.frombuffer(n, dtype=">i4"),
-                    )
-                    for _, _, d, f, n in rows
-                ),
-                float(rows[0][0]),
-                float(rows[0][1]),
+                (_joined(per_term[t]) for t in sorted(per_term)),  # sums in one order
+                float(found_rows[0][0]),
+                float(found_rows[0][1]),
                 limit,
             )
             columns, parsed = _facts_sql("m") if facts is not None else ("NULL", "")
@@ -989,6 +1050,8 @@ class PostgresStore(SQLStore):
                 f"{', ' if parsed else ''}{parsed} WHERE m.seq = ANY(%s) AND m.state <> 'deleted'",
                 (seqs.tolist(),),
             ).fetchall()
+        if unpacked and filters.user_id is not None:
+            self._pack_in_background(filters.user_id, unpacked)
         ids = {row[0]: row[1] for row in found}
         if facts is not None:
             facts.update((row[1], _rank_facts(row[2:])) for row in found)
@@ -1155,6 +1218,16 @@ class PostgresStore(SQLStore):
             " running; the next search of that user builds it again"
             for n in invalid
         ]
+
+
+def _joined(
+    places: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One term's postings (documents, frequencies, lengths) from its rows and blocks."""
+    if len(places) == 1:
+        return places[0]
+    docs, tfs, lens = zip(*places, strict=True)
+    return np.concatenate(docs), np.concatenate(tfs), np.concatenate(lens)
 
 
 def _scope_order(r: MemoryRecord) -> tuple[str, str, str, str]:
