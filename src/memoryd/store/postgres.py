@@ -16,7 +16,8 @@
   scope (one covering-index range per term) and the scope's statistics (a few
   rows), not every matching document nor a count of the scope; filters the
   statistics do not cover (category, origin, time, source, ids) are counted
-  exactly per query instead.
+  exactly per query instead. A big user's postings of a common word are packed
+  into blocks as they grow (:mod:`memoryd.store.pg_postings`).
 * Vector side: a scope smaller than ``exact_scan_below`` memories (known from
   those statistics) is scanned exactly, so small users get exact recall at a cost
   that follows their size; larger scopes walk the HNSW graph. A user of at least
@@ -756,6 +757,12 @@ class PostgresStore(SQLStore):
             blocks = 0
             for term, user in pairs:
                 blocks += conn.execute(statement, {"term": term, "user": user}).rowcount
+            if pairs and (user_id is None or terms is None):
+                # the rows packed leave dead index entries each search would step over until
+                # autovacuum comes: gone now, and the visibility map set for index-only scans
+                conn.execute(
+                    f'VACUUM (ANALYZE) "{self._schema}".kw_postings, "{self._schema}".kw_blocks'
+                )
         return blocks
 
     def _pack_in_background(self, user_id: str, terms: Sequence[str]) -> None:
@@ -1006,22 +1013,27 @@ class PostgresStore(SQLStore):
         else:
             where, wparams = self.dialect.where(filters)
             rows_sql = f"SELECT seq, kw FROM {self.t_memories} {where}"
+            # the user's postings only, when the filters name one (the index leads with it)
+            user = " AND {}.user_id = %s" if filters.user_id is not None else ""
+            uparams = [filters.user_id] if filters.user_id is not None else []
             rows = (
                 f"SELECT k.term, k.seq, k.tf, k.len FROM {s}.kw_postings k"
-                f" JOIN ({rows_sql}) m ON m.seq = k.seq WHERE k.term = ANY(%s)"
+                f" JOIN ({rows_sql}) m ON m.seq = k.seq"
+                f" WHERE k.term = ANY(%s){user.format('k')}"
             )
             blocks = (
                 "SELECT b.term, array_agg(u.seq) AS seqs, array_agg(u.tf) AS tfs,"
                 f" array_agg(u.len) AS lens FROM {s}.kw_blocks b"
                 " CROSS JOIN LATERAL unnest(b.seqs, b.tfs, b.lens) AS u(seq, tf, len)"
-                f" JOIN ({rows_sql}) m ON m.seq = u.seq WHERE b.term = ANY(%s) GROUP BY b.term"
+                f" JOIN ({rows_sql}) m ON m.seq = u.seq"
+                f" WHERE b.term = ANY(%s){user.format('b')} GROUP BY b.term"
             )
             stats = (
                 "SELECT count(*) FILTER (WHERE l > 0)::float8 AS n, sum(l)::float8 AS tl"
                 " FROM (SELECT (SELECT coalesce(sum(value::bigint), 0)"
                 f" FROM jsonb_each_text(m.kw)) AS l FROM ({rows_sql}) m) AS lens"
             )
-            params = [*wparams, *wparams, terms, *wparams, terms]
+            params = [*wparams, *wparams, terms, *uparams, *wparams, terms, *uparams]
         # each term's postings in scope as arrays (document, frequency, length), from its
         # rows and its packed blocks, loaded straight into numpy: the scoring is numpy's
         # (bm25_top). PostgreSQL joining, summing and sorting ~14k postings of a user of
