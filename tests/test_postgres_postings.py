@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from memoryd.errors import InvalidInputError
 from memoryd.models import Event, Filters, MemoryRecord, State
 from memoryd.settings import StoreSettings
 from memoryd.store import Store, open_store
@@ -234,5 +235,21 @@ def test_packing_beside_writers_loses_nothing_and_never_deadlocks(pg_db: str) ->
     for store in (packer, *writers):
         store.close()
     assert not errors, errors
+    held, wanted, _ = _postings(pg_db)
+    assert held == wanted
+
+
+def test_packing_one_user_leaves_the_other_users_rows(pg_db: str) -> None:
+    store = _packing_store(pg_db, above=5)
+    try:
+        store.add(_notes(120, seed=4))
+        assert store.pack_postings("bob") > 0
+        with psycopg.connect(pg_db) as conn:
+            users = {r[0] for r in conn.execute("SELECT DISTINCT user_id FROM memoryd.kw_blocks")}
+        assert users == {"bob"}
+        with pytest.raises(InvalidInputError, match="user"):
+            store.pack_postings(terms=["deploy"])  # whose?
+    finally:
+        store.close()
     held, wanted, _ = _postings(pg_db)
     assert held == wanted

@@ -739,25 +739,32 @@ class PostgresStore(SQLStore):
 
     def pack_postings(self, user_id: str | None = None, terms: Sequence[str] | None = None) -> int:
         """Pack ``user_id``'s keyword postings of ``terms`` into blocks
-        (:mod:`memoryd.store.pg_postings`); without arguments, every user's terms that have
-        more than ``pack_postings_above`` rows. Returns the blocks written. Safe beside
-        writers and other packers, on any server."""
+        (:mod:`memoryd.store.pg_postings`). Without ``terms``, the terms of which that user
+        (without ``user_id``: any user) has more than ``pack_postings_above`` rows, then a
+        vacuum of the rows they leave. Returns the blocks written. Safe beside writers and
+        other packers, on any server."""
         with self._connect() as conn:
-            if user_id is None or terms is None:
+            if terms is None:
                 if self.settings.pack_postings_above <= 0:
                     return 0
+                mine = " WHERE user_id = %s" if user_id is not None else ""
                 pairs = conn.execute(
-                    f'SELECT term, user_id FROM "{self._schema}".kw_postings'
+                    f'SELECT term, user_id FROM "{self._schema}".kw_postings{mine}'
                     " GROUP BY term, user_id HAVING count(*) > %s",
-                    (self.settings.pack_postings_above,),
+                    (
+                        *([user_id] if user_id is not None else []),
+                        self.settings.pack_postings_above,
+                    ),
                 ).fetchall()
+            elif user_id is None:
+                raise InvalidInputError("pack_postings: terms need a user_id", "name the user")
             else:
                 pairs = [(term, user_id) for term in terms]
             statement = pg_postings.pack_sql(f'"{self._schema}"')
             blocks = 0
             for term, user in pairs:
                 blocks += conn.execute(statement, {"term": term, "user": user}).rowcount
-            if pairs and (user_id is None or terms is None):
+            if pairs and terms is None:
                 # the rows packed leave dead index entries each search would step over until
                 # autovacuum comes: gone now, and the visibility map set for index-only scans
                 conn.execute(
@@ -781,10 +788,8 @@ class PostgresStore(SQLStore):
     def _pack(self, user_id: str, terms: builtins.list[str]) -> None:
         try:
             self.pack_postings(user_id, terms)
-        except (
-            StoreError,
-            self._psycopg.Error,
-        ) as exc:  # the server went away: a later search retries
+        except (StoreError, self._psycopg.Error) as exc:
+            # the server went away or is shutting down: a later search packs them
             log.warning("packing user %r's postings of %s failed: %s", user_id, terms, exc)
         finally:
             with self._scope_lock:
