@@ -47,15 +47,20 @@ def _unblock_function(s: str, name: str, left: str) -> str:
         IF NOT EXISTS (SELECT 1 FROM {s}.kw_blocks) THEN
             RETURN NULL;  -- nothing was ever packed: every posting is a row
         END IF;
-        WITH gone AS (
+        -- each posting's block found through the index, one posting at a time (OFFSET 0
+        -- keeps the planner from joining the postings with every block of the table)
+        WITH gone AS MATERIALIZED (
             SELECT k.term, o.user_id, o.agent_id, o.run_id, o.state, o.seq
             FROM kw_old o CROSS JOIN LATERAL jsonb_object_keys(o.kw) AS k(term)
             WHERE {left}
         ), hit AS (
             SELECT b.id, array_agg(g.seq) AS seqs
-            FROM gone g JOIN {s}.kw_blocks b ON b.term = g.term
-                AND {_SAME_SCOPE.format(a="b", b="g")}
-                AND b.last_seq >= g.seq AND b.first_seq <= g.seq AND g.seq = ANY(b.seqs)
+            FROM gone g CROSS JOIN LATERAL (
+                SELECT b.id FROM {s}.kw_blocks b
+                WHERE b.term = g.term AND {_SAME_SCOPE.format(a="b", b="g")}
+                    AND b.last_seq >= g.seq AND b.first_seq <= g.seq AND g.seq = ANY(b.seqs)
+                OFFSET 0
+            ) b
             GROUP BY b.id
         )
         UPDATE {s}.kw_blocks b SET (seqs, tfs, lens) = (
