@@ -47,8 +47,9 @@ def _unblock_function(s: str, name: str, left: str) -> str:
         IF NOT EXISTS (SELECT 1 FROM {s}.kw_blocks) THEN
             RETURN NULL;  -- nothing was ever packed: every posting is a row
         END IF;
-        -- each posting's block found through the index, one posting at a time (OFFSET 0
-        -- keeps the planner from joining the postings with every block of the table)
+        -- each posting's block found through the index, one posting at a time: a posting
+        -- is in one block at most, and walking the term's blocks up from its memory's seq
+        -- meets it first (a join of all postings with all blocks scanned the table)
         WITH gone AS MATERIALIZED (
             SELECT k.term, o.user_id, o.agent_id, o.run_id, o.state, o.seq
             FROM kw_old o CROSS JOIN LATERAL jsonb_object_keys(o.kw) AS k(term)
@@ -59,7 +60,7 @@ def _unblock_function(s: str, name: str, left: str) -> str:
                 SELECT b.id FROM {s}.kw_blocks b
                 WHERE b.term = g.term AND {_SAME_SCOPE.format(a="b", b="g")}
                     AND b.last_seq >= g.seq AND b.first_seq <= g.seq AND g.seq = ANY(b.seqs)
-                OFFSET 0
+                ORDER BY b.last_seq LIMIT 1
             ) b
             GROUP BY b.id
         )
