@@ -4,9 +4,10 @@ Both sides over-fetch ``top_k * candidate_multiplier`` candidates. Keyword
 candidates also get their exact vector score, so a hit found only by BM25 is
 not penalised for being outside the vector shortlist. A new query's keyword
 side runs off the search's path (:func:`keyword_side`, while the query is
-embedded), and is waited for only once the vector side has searched. Every candidate keeps its parts, as
-plain floats: a search builds :class:`~memoryd.models.ScoreParts` only for the
-hits it returns (a pydantic model per candidate was ~1 ms of a top-25 search).
+embedded), and is waited for only once the vector side has searched. Every
+candidate keeps its parts, as plain floats: a search builds
+:class:`~memoryd.models.ScoreParts` only for the hits it returns (a pydantic
+model per candidate was ~1 ms of a top-25 search).
 """
 
 from __future__ import annotations
