@@ -113,6 +113,31 @@ def test_supersede_on_a_personal_assistants_facts(embedder: Embedder) -> None:
     assert precision == 1.0 and recall >= 0.6, wrong
 
 
+def test_supersede_when_a_verb_names_the_attribute(embedder: Embedder) -> None:
+    """ "Application logs are kept for 14 days in Loki." and "We extended Loki retention
+    to 31 days." are one attribute said two ways: a verb with its preposition ("kept for",
+    "expire after", "capped at", "every") names the attribute a noun names elsewhere.
+    "Application logs" and "audit logs" stay two subjects, "kept for 7 days" and "run
+    every 6 hours" two attributes. Before the rules knew these verbs: development P 0.571
+    R 0.333, held-out P 0.333 R 0.143."""
+    precision, recall, accuracy, wrong = _scores(PAIRS["wording"], embedder)
+    print(f"\nwording pairs: P {precision:.3f} R {recall:.3f} accuracy {accuracy:.3f}", wrong)
+    assert len(PAIRS["wording"]) >= 20
+    assert precision == 1.0 and recall >= 0.65, wrong
+    precision, recall, accuracy, wrong = _scores(PAIRS["wording_held_out"], embedder)
+    print(f"wording held-out: P {precision:.3f} R {recall:.3f} accuracy {accuracy:.3f}", wrong)
+    assert precision == 1.0 and recall >= 0.85, wrong
+    S, D = Verdict.SUPERSEDES, Verdict.DISTINCT
+    old = "Application logs are kept for 14 days in Loki."
+    assert compare("We extended Loki retention to 31 days.", old)[0] == S
+    assert compare("Got it, log retention is 31 days now.", old)[0] == S
+    assert compare("Audit logs are kept for 365 days in Loki.", old)[0] == D
+    # a verb names its attribute only with the word that says so after it
+    assert claim("Logs are kept in Loki.").attributes == set()
+    assert claim("Logs are kept for 14 days.").attributes == {"retention"}
+    assert claim("Backups run every 6 hours.").attributes == {"interval"}
+
+
 def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("The staging PostgreSQL port is 5434.", "The production PostgreSQL port is 5432.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Staging moved to port 6432.", "The staging database is on port 5432.")[0] == Verdict.SUPERSEDES  # fmt: skip

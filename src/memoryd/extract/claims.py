@@ -76,7 +76,7 @@ _STOP = frozenset(
 _CHANGE = frozenset(
     """moved move switched switch changed change migrated migrate upgraded upgrade downgraded
     raised lowered increased decreased reduced bumped scaled replaced became become updated
-    rotated renamed""".split()  # noqa: SIM905
+    rotated renamed extended extend shortened shorten doubled halved""".split()  # noqa: SIM905
 )
 #: Relation verbs: the words after one are the value ("X is on port 5432").
 _RELATION = frozenset(
@@ -143,6 +143,15 @@ _VERB_ATTRIBUTE = {
     "belonged": "owner",
     "led": "lead",
     "leads": "lead",
+    "limited": "limit",  # "the build cache is limited to 10 GB"
+    "capped": "limit",
+}
+#: Verbs that name their attribute when a word after them says so: "kept for 14 days" is a
+#: retention, "expire after 30 minutes" a timeout, "every 6 hours" an interval.
+_RETAIN = ("keep", "keeps", "kept", "retain", "retains", "retained", "store", "stores", "stored")
+_VERB_ATTRIBUTE_BEFORE = {
+    **dict.fromkeys(_RETAIN, ("for", "retention")),
+    **dict.fromkeys(("expire", "expires", "expired"), ("after", "timeout")),
 }
 #: Values that are a way of writing something: naming one names its format ("short prose
 #: paragraphs", "numbered checklists", "bullet lists")
@@ -446,6 +455,7 @@ def claim(text: str) -> Claim:
     raw = _tokens(text)
     pivot: int | None = None
     inverse = False
+    naming: set[int] = set()  # verbs that name the attribute ("kept for 14 days")
     for n, token in enumerate(raw):
         low = token.casefold()
         # after an article a verb's form is a noun ("since the start of the month")
@@ -458,6 +468,12 @@ def claim(text: str) -> Claim:
             c.changes = True
         if low in _VERB_ATTRIBUTE:
             c.attributes.add(_VERB_ATTRIBUTE[low])
+        said_by = _VERB_ATTRIBUTE_BEFORE.get(low)
+        if said_by is not None and _value_after(raw, n + 1, said_by[0]):
+            c.attributes.add(said_by[1])
+            naming.add(n)
+        if low == "every" and _value_after(raw, n, "every"):
+            c.attributes.add("interval")
     if pivot is None:
         pivot = _pronoun_verb(raw)
     # "Book easyJet from now on, ...": a standing instruction; its verb is what the value is
@@ -515,7 +531,7 @@ def claim(text: str) -> Claim:
         if after_from and t not in _STOP:
             c.old.add(_stem(t))
             continue
-        if n == pivot or low in _STOP or low in _VERBS:
+        if n == pivot or n in naming or low in _STOP or low in _VERBS or low in _VERB_ATTRIBUTE:
             continue
         if len(t) < 2 and not _is_value(t):
             continue
@@ -547,6 +563,15 @@ def claim(text: str) -> Claim:
     if pivot is None and not c.attributes:
         c.names |= {v for v in c.values if value_kind(v) == "id" and v not in _DAYS}
     return c
+
+
+def _value_after(raw: list[str], start: int, word: str) -> bool:
+    """Is ``word`` among the three tokens from ``start``, with a value right after it
+    ("kept | for 14 days", "every 6 hours")?"""
+    for n in range(start, min(start + 3, len(raw) - 1)):
+        if raw[n].casefold() == word:
+            return _is_value(_norm(raw[n + 1]))
+    return False
 
 
 _STANDING = re.compile(r"(?i)\b(?:from now on|going forward|from today|in future)\b")
@@ -600,10 +625,14 @@ _HEADS = frozenset(
 )
 
 
-def _drop_kinds(a: set[str], b: set[str]) -> tuple[set[str], set[str]]:
-    """Words of one side that the other names by kind ("database" / "postgresql"), and
-    head nouns said by one side only."""
-    a, b = a - _HEADS, b - _HEADS
+def _drop_kinds(a: set[str], b: set[str], x: Claim, y: Claim) -> tuple[set[str], set[str]]:
+    """Words ``a`` of claim ``x`` and ``b`` of ``y`` less those one side names by kind
+    ("database" / "postgresql"), and less head nouns said by one side only ("the
+    ingestion service" / "ingestion"). A head noun stays when the other side's subject
+    names something else in its place: "application logs" and "audit logs" are two kinds
+    of logs."""
+    named_a, named_b = (a & x.subject) - _HEADS, (b & y.subject) - _HEADS
+    a, b = (a if named_b else a - _HEADS), (b if named_a else b - _HEADS)
     for kind, names in _KINDS.items():
         if kind in a and b & names:
             a.discard(kind)
@@ -690,7 +719,7 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
     # value it replaces
     if (n.standing or o.standing) and not (_same_order(n, o) or _same_order(o, n) or replaced):
         return Verdict.DISTINCT, "an order, and what is no preference or order for its verb"
-    only_new, only_old = _drop_kinds(n.words - o.words - n.old, o.words - n.words)
+    only_new, only_old = _drop_kinds(n.words - o.words - n.old, o.words - n.words, n, o)
     new_values, old_values = n.values - o.values - n.old, o.values - n.values
     # "I moved my current account from Barclays to Monzo" after "I bank with Barclays",
     # "Sold the Honda Civic, we bought ..." after "I drive a Honda Civic": the memory names
