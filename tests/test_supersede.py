@@ -138,6 +138,18 @@ def test_supersede_when_a_verb_names_the_attribute(embedder: Embedder) -> None:
     assert claim("Backups run every 6 hours.").attributes == {"interval"}
 
 
+def test_a_change_said_by_when_it_began() -> None:
+    """ "I've gone vegetarian since the start of the month" and "The new car is a Honda
+    Civic" announce a change as surely as "now" does; "since" giving a reason does not."""
+    assert claim("I've gone vegetarian since the start of the month.").changes
+    assert claim("The team has gone fully remote.").changes
+    assert claim("We've used Vault since March.").changes
+    assert not claim("Since the API is slow, we cache the results.").changes
+    assert not claim("I have the car keys.").changes
+    assert compare("The new car is a Honda Civic.", "Noted, your car is a Toyota Corolla.")[0] == Verdict.SUPERSEDES  # fmt: skip
+    assert compare("The new intern is Priya.", "Noted, your car is a Toyota Corolla.")[0] == Verdict.DISTINCT  # fmt: skip
+
+
 def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("The staging PostgreSQL port is 5434.", "The production PostgreSQL port is 5432.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Staging moved to port 6432.", "The staging database is on port 5432.")[0] == Verdict.SUPERSEDES  # fmt: skip

@@ -253,6 +253,20 @@ _PHRASES = (
     ),
     # "Ask Leo about ingestion": Leo is who owns it
     (re.compile(r"\b(?i:ask|ping|contact)\s+([A-Z]\w+)\s+(?i:about|for)\b"), r"\1 owns"),
+    # a change said by when it began or by what it replaced: "I've gone vegetarian", "...
+    # since the start of the month", "The new car is a Kia Niro"
+    (re.compile(r"(?:'ve|\bhave|\bhas)\s+gone\b", re.IGNORECASE), " became"),
+    (
+        re.compile(
+            r"\bsince\s+(?:the\s+(?:start|beginning)\s+of\s+(?:the\s+|this\s+)?"
+            r"(?:month|week|year)|last\s+(?:week|month|year)|(?:mon|tues|wednes|thurs|fri|satur"
+            r"|sun)day|january|february|march|april|may|june|july|august|september|october"
+            r"|november|december)\b",
+            re.IGNORECASE,
+        ),
+        "now",
+    ),
+    (re.compile(r"^(?:the|our|my)\s+new\s+(\w+)\s+(is|are)\b", re.IGNORECASE), r"the \1 \2 now"),
 )
 
 
