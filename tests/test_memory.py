@@ -232,3 +232,62 @@ def test_rrf_fusion_option(settings: Settings, embedder: Embedder) -> None:
         mem.add("Cats are independent animals", user_id="a")
         hits = mem.search("which kubernetes version is prod-eu-1 on", user_id="a")
         assert hits[0].text.startswith("Kubernetes") and hits[0].score == pytest.approx(1.0)
+
+
+def test_recall_statistics_are_written_beside_searches_and_count_every_hit(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Searches by an agent are recorded for promotion, in batches written by a thread of
+    the log's own, never by the search that fills one. While another process holds the
+    database's write lock past the store's retries (~10 s), searches still answer: a
+    search that wrote its batch itself failed with "stayed locked by another process".
+    Nothing recorded meanwhile is lost, and four threads searching at once have every
+    hit counted exactly once."""
+    import sqlite3
+    import threading
+
+    from memoryd.recall import FLUSH_EVERY, summaries
+
+    settings = Settings(home=tmp_path / "home")
+    settings.store.busy_timeout_ms = 100
+    settings.pipelines.scheduler = False
+    settings.workspace.watch = False
+    memory = Memory(settings, embedder=embedder)
+    counted: list[int] = []
+
+    def search(k: int, times: int) -> None:
+        for i in range(times):
+            hits = memory.search(f"billing worker port {k} {i}", user_id="u", agent_id="dev")
+            counted.append(len(hits))
+
+    try:
+        for n in range(12):
+            memory.add(f"The billing worker {n} listens on port {8200 + n}", user_id="u", agent_id="dev")  # fmt: skip
+        other = sqlite3.connect(memory.store.path, isolation_level=None)  # type: ignore[attr-defined]
+        other.execute("BEGIN IMMEDIATE")  # another process is writing, for long
+        search(0, 16)
+        assert sum(counted) > FLUSH_EVERY  # a batch was due
+        assert not list(summaries(memory.store, "dev"))  # and could not be written
+        other.execute("ROLLBACK")
+        other.close()
+        errors: list[BaseException] = []
+
+        def searching(k: int) -> None:
+            try:
+                search(k, 15)
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=searching, args=(k,)) for k in range(1, 5)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+    finally:
+        memory.close()
+    reopened = Memory(settings, embedder=embedder)
+    try:
+        assert sum(s.count for s in summaries(reopened.store, "dev")) == sum(counted)
+    finally:
+        reopened.close()

@@ -158,7 +158,7 @@ class Memory:
 
     def close(self) -> None:
         self._side.shutdown(wait=True)
-        self.recalls.flush()
+        self.recalls.close()
         self.store.close()
 
     def stay_ready(self) -> None:
