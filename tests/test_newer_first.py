@@ -133,6 +133,13 @@ def test_a_change_of_something_else_keeps_its_order(memory: Memory) -> None:
             "Alerts post in #data-alerts from today, not #etl-oncall.",
             "The ETL starts at 1:50 UTC from today, not 5:40.",
         ),
+        # it says "timeout", but of another subject than the gateway the query names
+        (
+            "gateway request timeout",
+            "Understood, the gateway timeout is 40 seconds now.",
+            "The ingestion service's aiohttp client has a 30 second pool timeout; I lowered it to 10.",
+            "The API gateway timeout is 20 seconds from today.",
+        ),
     ]
     for query, older, other, change in cases:
         assert _ordered(memory, query, older, other)[0] == older, query

@@ -154,6 +154,21 @@ def _says_none(older: frozenset[str], newer: frozenset[str], terms: list[frozens
     return bool(asked) and not any(forms & newer for forms in asked)
 
 
+def _about_another(new: _Said, old: _Said, terms: list[frozenset[str]]) -> bool:
+    """Is the newer hit's change about another subject than the query words it leaves out?
+    The query words the older hit says and the newer does not are all the older's subject,
+    and the newer names a subject of its own that shares none of its words: "The ingestion
+    service's aiohttp client has a 30 second pool timeout; I lowered it to 10." says no new
+    "gateway timeout" for "gateway request timeout"."""
+    missing = [forms for forms in terms if forms & old.words and not forms & new.anew]
+    return (
+        bool(missing)
+        and bool(new.claim.subject)
+        and new.claim.subject.isdisjoint(old.claim.subject)
+        and all(forms & old.claim.subject for forms in missing)
+    )
+
+
 def _agrees(newer: Claim, older: Claim) -> bool:
     """Does the newer hit repeat the value an older change set, without a change of its
     own? ("Here are five pescatarian dinners for the week." after "Actually I'm pescatarian
@@ -228,6 +243,7 @@ def newer_first(
                     continue
                 if not retired and (
                     _says_none(old.words, new.anew, query_words)
+                    or _about_another(new, old, query_words)
                     if new.claim.changes
                     else _says_more(old.words, new.words, query_words)
                 ):
