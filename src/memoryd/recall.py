@@ -183,7 +183,8 @@ class RecallLog:
                 len(self._buffer) >= FLUSH_EVERY
                 or time.monotonic() - self._flushed_at >= FLUSH_SECONDS
             )
-            if due and self._writer is None and not self._closed:
+            # (a writer that is gone, in a forked child say, is started again)
+            if due and not self._closed and not (self._writer and self._writer.is_alive()):
                 self._writer = threading.Thread(
                     target=self._write_when_due, name="memoryd-recalls", daemon=True
                 )
