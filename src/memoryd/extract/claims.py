@@ -809,6 +809,11 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
             return Verdict.DISTINCT, "nothing in common but the kind of value"
         return Verdict.SUPERSEDES, "same subject and attribute, a new value"
     if (new_values and not old_values) or only_new:
+        # "The ingestion service's httpx client has a 30 second pool timeout; I lowered it
+        # to 10." gives a timeout a value, not the HTTP library of "We switched the
+        # ingestion service from aiohttp to httpx"
+        if new_values and n.attributes - o.attributes and not replaced:
+            return Verdict.DISTINCT, "a value of another attribute"
         # "The docs site moved to Cloudflare Pages" after "... is hosted on Netlify": a
         # name in place of the words the memory gave as the value
         named_instead = (
