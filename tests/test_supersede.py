@@ -132,6 +132,12 @@ def test_supersede_when_a_verb_names_the_attribute(embedder: Embedder) -> None:
     assert compare("We extended Loki retention to 31 days.", old)[0] == S
     assert compare("Got it, log retention is 31 days now.", old)[0] == S
     assert compare("Audit logs are kept for 365 days in Loki.", old)[0] == D
+    # values of an attribute the memory does not name are not a new value of it: the pool
+    # timeout says nothing new of the HTTP library (the library's chain ended there)
+    pool = "The ingestion service's httpx client has a 30 second pool timeout; I lowered it to 10."
+    assert compare(pool, "We switched the ingestion service from aiohttp to httpx this morning.")[0] == D  # fmt: skip
+    assert compare(pool, "Ingestion is on httpx now, the migration landed.")[0] == D
+    assert compare("Ingestion is on pycurl now, the migration landed.", "We switched the ingestion service from aiohttp to httpx this morning.")[0] == S  # fmt: skip
     # a verb names its attribute only with the word that says so after it
     assert claim("Logs are kept in Loki.").attributes == set()
     assert claim("Logs are kept for 14 days.").attributes == {"retention"}
