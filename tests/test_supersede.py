@@ -141,6 +141,8 @@ def test_supersede_when_a_verb_names_the_attribute(embedder: Embedder) -> None:
     # a verb names its attribute only with the word that says so after it
     assert claim("Logs are kept in Loki.").attributes == set()
     assert claim("Logs are kept for 14 days.").attributes == {"retention"}
+    assert claim("The events topic in Kafka keeps 72 hours of data.").attributes == {"retention"}
+    assert compare("Kafka events retention is 96 hours from today.", "The events topic in Kafka keeps 72 hours of data.")[0] == S  # fmt: skip
     assert claim("Backups run every 6 hours.").attributes == {"interval"}
 
 

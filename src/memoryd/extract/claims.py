@@ -147,7 +147,8 @@ _VERB_ATTRIBUTE = {
     "capped": "limit",
 }
 #: Verbs that name their attribute when a word after them says so: "kept for 14 days" is a
-#: retention, "expire after 30 minutes" a timeout, "every 6 hours" an interval.
+#: retention (so is "keeps 72 hours", a duration right after), "expire after 30 minutes" a
+#: timeout, "every 6 hours" an interval.
 _RETAIN = ("keep", "keeps", "kept", "retain", "retains", "retained", "store", "stores", "stored")
 _VERB_ATTRIBUTE_BEFORE = {
     **dict.fromkeys(_RETAIN, ("for", "retention")),
@@ -483,7 +484,9 @@ def claim(text: str) -> Claim:
         if low in _VERB_ATTRIBUTE:
             c.attributes.add(_VERB_ATTRIBUTE[low])
         said_by = _VERB_ATTRIBUTE_BEFORE.get(low)
-        if said_by is not None and _value_after(raw, n + 1, said_by[0]):
+        if said_by is not None and (
+            _value_after(raw, n + 1, said_by[0]) or (low in _RETAIN and _duration_at(raw, n + 1))
+        ):
             c.attributes.add(said_by[1])
             naming.add(n)
         if low == "every" and _value_after(raw, n, "every"):
@@ -586,6 +589,18 @@ def _value_after(raw: list[str], start: int, word: str) -> bool:
         if raw[n].casefold() == word:
             return _is_value(_norm(raw[n + 1]))
     return False
+
+
+_DURATION_UNITS = frozenset(
+    "second seconds minute minutes hour hours day days week weeks month months year years".split()  # noqa: SIM905
+)
+
+
+def _duration_at(raw: list[str], n: int) -> bool:
+    """Is a duration said at ``n`` ("keeps | 72 hours of data")?"""
+    return (
+        n + 1 < len(raw) and _is_value(_norm(raw[n])) and raw[n + 1].casefold() in _DURATION_UNITS
+    )
 
 
 _STANDING = re.compile(r"(?i)\b(?:from now on|going forward|from today|in future)\b")
