@@ -154,8 +154,7 @@ class RecallLog:
         self._flushing = threading.Lock()
         self._flushed_at = time.monotonic()
         self._due = threading.Event()
-        self._stopped = threading.Event()
-        self._closed = False
+        self._stopped = threading.Event()  # closed: the writer ends, none starts again
         self._writer: threading.Thread | None = None
 
     def record(self, query: str, hits: Sequence[SearchHit], when: datetime) -> None:
@@ -184,7 +183,11 @@ class RecallLog:
                 or time.monotonic() - self._flushed_at >= FLUSH_SECONDS
             )
             # (a writer that is gone, in a forked child say, is started again)
-            if due and not self._closed and not (self._writer and self._writer.is_alive()):
+            if (
+                due
+                and not self._stopped.is_set()
+                and not (self._writer and self._writer.is_alive())
+            ):
                 self._writer = threading.Thread(
                     target=self._write_when_due, name="memoryd-recalls", daemon=True
                 )
@@ -199,13 +202,13 @@ class RecallLog:
         is retried after 1, 2, 4, ... seconds, not at every search meanwhile: each try
         holds the store for as long as the busy timeout."""
         backoff = 0.0
-        while not self._closed:
+        while not self._stopped.is_set():
             if backoff:
                 self._stopped.wait(backoff)
             else:
                 self._due.wait(FLUSH_SECONDS)
             self._due.clear()
-            if self._closed:
+            if self._stopped.is_set():
                 return
             try:
                 self.flush()
@@ -254,9 +257,8 @@ class RecallLog:
     def close(self) -> None:
         """Stop the writer thread and write what is left."""
         with self._lock:
-            self._closed = True
+            self._stopped.set()
             writer = self._writer
-        self._stopped.set()
         self._due.set()
         if writer is not None:
             writer.join()
