@@ -158,6 +158,24 @@ def test_a_change_said_by_when_it_began() -> None:
     assert compare("The new intern is Priya.", "Noted, your car is a Toyota Corolla.")[0] == Verdict.DISTINCT  # fmt: skip
 
 
+def test_a_persons_habit_is_named_by_its_verb(embedder: Embedder) -> None:
+    """ "I drive a Kia Niro now" gives "I drive a Toyota Corolla" a new value: with no noun
+    for what the value is of, the verb of the same person says it, once said to change.
+    Someone else's habit, or one more value of the verb not said to replace the first,
+    stays a fact of its own."""
+    _holds("habits", embedder, precision=1.0, recall=0.7)
+    S, D = Verdict.SUPERSEDES, Verdict.DISTINCT
+    assert claim("I drive a Toyota Corolla.").verb == "household:drive"
+    assert claim("Got it, you drive a Kia Niro now.").verb == "household:drive"
+    assert claim("We live in Leeds.").verb == "household:live"
+    assert claim("My sister drives a Kia Niro.").verb == ""
+    assert claim("I'm vegan.").verb == claim("We have a Kia Niro.").verb == ""
+    assert compare("I drive a Kia Niro now.", "I drive a Toyota Corolla.")[0] == S
+    assert compare("I drive a Kia Niro.", "I drive a Toyota Corolla.")[0] == D
+    assert compare("He drives a Kia Niro now.", "I drive a Toyota Corolla.")[0] == D
+    assert compare("I take the 17:50 train home.", "I take the 7:42 train to work.")[0] == D
+
+
 def test_qualifiers_attributes_and_values_decide() -> None:
     assert compare("The staging PostgreSQL port is 5434.", "The production PostgreSQL port is 5432.")[0] == Verdict.DISTINCT  # fmt: skip
     assert compare("Staging moved to port 6432.", "The staging database is on port 5432.")[0] == Verdict.SUPERSEDES  # fmt: skip
@@ -329,6 +347,34 @@ def test_the_same_change_twice_is_known_and_a_third_value_supersedes_again(
     assert chain[0].valid_until == chain[1].valid_from
     current = memory.list(user_id="u")
     assert [r.text for r in current] == ["The staging database port changed to 6543."]
+
+
+def test_a_change_replaces_the_current_value_through_the_older_one_it_names(
+    memory: Memory, clock
+) -> None:  # type: ignore[no-untyped-def]
+    """The current value may not name what it is a value of: "Sold the Toyota Corolla, we
+    bought a Honda Civic" replaced "I drive a Toyota Corolla". The next change, "I drive a
+    Kia Niro now", names the attribute only as that older value did: it is compared with
+    the current value through it, and replaces it. Before, the Kia Niro was added beside
+    the Honda Civic (the weeks scenario's car at week 5: "Sold the Toyota Corolla, ..."
+    answered "what car do I drive")."""
+    first = memory.add("I drive a Toyota Corolla.", user_id="u", infer=True)[0]
+    clock.advance(days=6)
+    sold = "Sold the Toyota Corolla, we bought a Honda Civic last weekend."
+    second = memory.add(sold, user_id="u", infer=True)[0]
+    assert second.event == Event.UPDATE and second.previous_memory == first.memory
+    clock.advance(days=1)
+    # someone else's car is another fact, whatever the older value says
+    sister = memory.add("My sister drives a Ford Fiesta now.", user_id="u", infer=True)[0]
+    assert sister.event == Event.ADD
+    clock.advance(days=4)
+    third = memory.add("I drive a Kia Niro now.", user_id="u", infer=True)[0]
+    assert third.event == Event.UPDATE and third.previous_memory == sold
+    current = {r.text for r in memory.list(user_id="u")}
+    assert current == {"I drive a Kia Niro now.", "My sister drives a Ford Fiesta now."}
+    chain = [memory.get(i) for i in (first.id, second.id, third.id)]  # type: ignore[arg-type]
+    assert [r.state for r in chain] == [State.SUPERSEDED, State.SUPERSEDED, State.ACTIVE]
+    assert chain[1].superseded_by == chain[2].id
 
 
 # -- with an LLM: the same contract ----------------------------------------------------------

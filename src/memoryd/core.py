@@ -559,9 +559,24 @@ class Memory:
                     events[n] = MemoryEvent(id=same[0].id, memory=fact, event=Event.NONE)
                     continue
                 hits = self._candidates(fact, vector, scope)
+                past = self._older_values(vector, scope)
+                seen = {i for i, _ in hits}
+                heads = [i for i in past if i not in seen]
+                if heads:  # the current values of those chains, as far as the fact is
+                    scores = self.store.vector_scores(vector, heads)
+                    hits += [(i, scores.get(i, 0.0)) for i in heads]
                 found = {r.id: r for r in self.store.get_many([i for i, _ in hits])}
                 similar = [
-                    (Known(k, mid, found[mid].text, wordings_of(found[mid])), score)
+                    (
+                        Known(
+                            k,
+                            mid,
+                            found[mid].text,
+                            wordings_of(found[mid]),
+                            tuple(past.get(mid, ())),
+                        ),
+                        score,
+                    )
                     for k, (mid, score) in enumerate(hits)
                     if mid in found
                 ]
@@ -832,6 +847,35 @@ class Memory:
             scores = self.store.vector_scores(vector, more)
             hits += [(i, scores.get(i, 0.0)) for i in more]
         return hits
+
+    def _older_values(self, vector: np.ndarray, scope: Filters) -> dict[str, builtins.list[str]]:
+        """The current facts in ``scope`` whose chain of changes holds superseded facts
+        close to ``vector`` (``extract.superseded_candidates`` of them, at least
+        ``linked_similarity``: the words decide, as for a memory that shares the fact's
+        words), each with those facts' texts, closest first.
+
+        The current value may not name what it is a value of ("Sold the Toyota Corolla,
+        we bought a Honda Civic"); the value it replaced did ("Noted, your car is a Toyota
+        Corolla."), and so names it for the next change ("The new car is a Kia Niro.")."""
+        s = self.settings.extract
+        if s.superseded_candidates <= 0:
+            return {}
+        replaced = scope.model_copy(update={"states": [State.SUPERSEDED]})
+        close = [
+            i
+            for i, score in self.store.vector_search(vector, replaced, s.superseded_candidates)
+            if score >= s.linked_similarity
+        ]
+        if not close:
+            return {}
+        now_of = self._current_of(set(close))
+        texts = {r.id: r.text for r in self.store.get_many(close)}
+        out: dict[str, builtins.list[str]] = {}
+        for i in close:
+            head = now_of.get(i)
+            if head is not None and i in texts and _admits(scope, head):
+                out.setdefault(head.id, []).append(texts[i])
+        return out
 
     def _said_alongside(
         self, old: MemoryRecord, new_text: str, known: set[str]
@@ -1741,6 +1785,19 @@ def dedup_scope(user_id: str, agent_id: str | None, run_id: str | None) -> Filte
         run_id=run_id,
         long_term_only=run_id is None,
         origins=[Origin.API, Origin.FACT],
+    )
+
+
+def _admits(scope: Filters, record: MemoryRecord) -> bool:
+    """Is ``record`` in ``scope`` (a :func:`dedup_scope`: its user, agent and run, its
+    tier, its origins)?"""
+    return (
+        (scope.user_id is None or record.user_id == scope.user_id)
+        and (scope.agent_id is None or record.agent_id == scope.agent_id)
+        and (scope.run_id is None or record.run_id == scope.run_id)
+        and not (scope.long_term_only and record.run_id is not None)
+        and not (scope.short_term_only and record.run_id is None)
+        and (not scope.origins or record.origin in scope.origins)
     )
 
 

@@ -327,6 +327,10 @@ class ExtractSettings(BaseModel):
     # the one replaced
     keyword_candidates: int = 5
     linked_similarity: float = 0.2
+    # superseded facts close to a new fact: the current value of each one's chain is
+    # compared too, through the older value, which may name the attribute where the
+    # current one does not (0: off)
+    superseded_candidates: int = 3
     # an extracted fact given no category is classed personal / tasks / agents / system by
     # word rules (seed 003; extract/classify.py), which sets how long it lives (decay)
     classify: bool = True

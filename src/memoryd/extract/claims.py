@@ -178,6 +178,8 @@ class Claim:
     subject: set[str] = field(default_factory=set)  # the other words, on the subject side
     multi: bool = False  # its relation holds many values (uses, prefers)
     changes: bool = False  # it says a value changed (moved, now, instead, ...)
+    # the habit or state a pronoun's verb names ("I drive ...": "household:drive"), or ""
+    verb: str = ""
     standing: bool = False  # an order from now on ("Book easyJet from now on")
 
 
@@ -268,6 +270,7 @@ _PHRASES = (
         "now",
     ),
     (re.compile(r"^(?:the|our|my)\s+new\s+(\w+)\s+(is|are)\b", re.IGNORECASE), r"the \1 \2 now"),
+    (re.compile(r"\b(?:these\s+days|nowadays)\b", re.IGNORECASE), "now"),
 )
 
 
@@ -364,6 +367,11 @@ _BETWEEN = frozenset(
     "ve also usually always just still often never really actually currently".split()  # noqa: SIM905
 )
 _CONTRACTED_BE = frozenset(["m", "re", "s"])  # "I'm vegan", "we're with EDF", "it's Padella"
+#: Who a pronoun is, as far as a fact's subject goes: the user speaks of "I" and "we", the
+#: assistant says "you" of the user; anyone else is another subject.
+_PERSON = {"i": "household", "we": "household", "you": "household"}
+#: Verbs too general to name what a value is of ("I have a Honda", "we got a new router").
+_GENERAL_VERBS = frozenset("have has had get gets got go goes gone do does did".split())  # noqa: SIM905
 
 
 def _pronoun_verb(raw: list[str]) -> int | None:
@@ -391,6 +399,22 @@ def _pronoun_verb(raw: list[str]) -> int | None:
             return k
         return None
     return None
+
+
+def _habit(raw: list[str], pivot: int) -> str:
+    """:attr:`Claim.verb` of the verb at ``pivot`` when a pronoun says it: who and what
+    ("household:drive" for "I drive", "you drive" and "we drive"); "" for a form of "be",
+    a general verb, or a verb of a named subject."""
+    low = raw[pivot].casefold()
+    if low in _CONTRACTED_BE or low in _BE or low in _GENERAL_VERBS:
+        return ""
+    k = pivot - 1
+    while k > 0 and raw[k].casefold() in _BETWEEN:
+        k -= 1
+    who = raw[k].casefold() if k >= 0 else ""
+    if who not in _PRONOUNS:
+        return ""
+    return f"{_PERSON.get(who, who)}:{_stem(_norm(low))}"
 
 
 #: A clause that says a value ended: "No more flat white, ...", "Dr. Okoye retired, so
@@ -493,6 +517,8 @@ def claim(text: str) -> Claim:
             c.attributes.add("interval")
     if pivot is None:
         pivot = _pronoun_verb(raw)
+    if pivot is not None:
+        c.verb = _habit(raw, pivot)
     # "Book easyJet from now on, ...": a standing instruction; its verb is what the value is
     # for (the subject: "When you book flights, I prefer KLM" names it too), what it names
     # next the value
@@ -749,6 +775,10 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
     if (n.standing or o.standing) and not (_same_order(n, o) or _same_order(o, n) or replaced):
         return Verdict.DISTINCT, "an order, and what is no preference or order for its verb"
     only_new, only_old = _drop_kinds(n.words - o.words - n.old, o.words - n.words, n, o)
+    # one person's habit or state named by the same verb, said to have changed ("I drive a
+    # Kia Niro now" / "I drive a Toyota Corolla"): the verb is what the value is of. Not
+    # unless said to change: "I take the 17:50 train home" is one more habit of "take"
+    habit = n.changes and bool(n.verb) and n.verb == o.verb and n.subject == o.subject
     new_values, old_values = n.values - o.values - n.old, o.values - n.values
     # "I moved my current account from Barclays to Monzo" after "I bank with Barclays",
     # "Sold the Honda Civic, we bought ..." after "I drive a Honda Civic": the memory names
@@ -798,7 +828,7 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
         ):
             return Verdict.DISTINCT, "another subject"
         anchors = (n.words & o.words) - n.slot - o.slot
-        if not (anchors or n.attributes & o.attributes or n.qualifiers & o.qualifiers):
+        if not (anchors or n.attributes & o.attributes or n.qualifiers & o.qualifiers or habit):
             return Verdict.DISTINCT, "nothing in common but the relation"
         if n.attributes != o.attributes and not n.attributes & o.attributes:
             return Verdict.DISTINCT, "a value of another attribute"
@@ -820,7 +850,9 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
             return Verdict.DISTINCT, "another name, not said to replace it"
         if not _kinds(new_values) & _kinds(old_values):
             return Verdict.DISTINCT, "values of another kind"
-        if not (n.words | n.attributes | n.qualifiers) & (o.words | o.attributes | o.qualifiers):
+        if not habit and not (n.words | n.attributes | n.qualifiers) & (
+            o.words | o.attributes | o.qualifiers
+        ):
             return Verdict.DISTINCT, "nothing in common but the kind of value"
         return Verdict.SUPERSEDES, "same subject and attribute, a new value"
     if (new_values and not old_values) or only_new:
@@ -838,7 +870,9 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
             and not only_new
             and (n.words | n.attributes) & (o.words | o.attributes)
         )
-        anchored = (n.words | n.attributes | n.qualifiers) & (o.words | o.attributes | o.qualifiers)
+        anchored = habit or bool(
+            (n.words | n.attributes | n.qualifiers) & (o.words | o.attributes | o.qualifiers)
+        )
         if replaced or (
             n.changes and (only_new or named_instead) and only_new <= n.slot and anchored
         ):

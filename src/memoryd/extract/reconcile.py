@@ -54,6 +54,12 @@ class Known:
     # the same fact in other words, said with it (metadata ``said_also``: "Noted, the
     # backfill window is 31 days." beside "Backfills may reprocess at most 31 days")
     wordings: tuple[str, ...] = ()
+    # the older values of its subject and attribute: the superseded facts at the start of
+    # its chain of changes that were found close to the new fact. A change may name the
+    # attribute only where an older value did ("The new car is a Kia Niro." after "Sold
+    # the Toyota Corolla, we bought a Honda Civic", which replaced "Noted, your car is a
+    # Toyota Corolla.")
+    replaced: tuple[str, ...] = ()
 
 
 @dataclass
@@ -152,7 +158,7 @@ class ThresholdReconciler:
         newer: list[tuple[Known, str]] = []
         for known, sim in fact.similar:
             close = sim >= s.supersede_similarity
-            if not close and sim < s.linked_similarity:
+            if not close and sim < s.linked_similarity and not known.replaced:
                 continue
             verdicts = [
                 compare(fact.text, said, sim, s.none_similarity)
@@ -177,9 +183,26 @@ class ThresholdReconciler:
                 if verdict == Verdict.SUPERSEDES
             ]
             changed = [why for verdict, why in verdicts if verdict == Verdict.SUPERSEDES]
+            if not changed and known.replaced:
+                changed = _past_changed(fact.text, known, s.none_similarity)
             if changed and known.id not in updated:
                 newer.append((known, f"{changed[0]}; similarity {sim:.2f}"))
         return None, newer
+
+
+def _past_changed(fact: str, known: Known, same_at: float) -> list[str]:
+    """Why ``fact`` gives a new value to the attribute that ``known`` holds the current
+    value of, when only an older value of the chain names that attribute: ``fact``
+    supersedes one of ``known.replaced`` and the words do not tell ``fact`` and ``known``
+    apart (another environment, attribute, id or kind of value). Repeating an older value
+    is not a change: that is the history's, not this rule's."""
+    if unlike(fact, known.text) is not None:
+        return []
+    for older in known.replaced:
+        verdict, why = compare(fact, older, 0.0, same_at)
+        if verdict == Verdict.SUPERSEDES:
+            return [f"{why}, of the value it replaced: {older!r}"]
+    return []
 
 
 def _within(new: str, old: str) -> list[tuple[str, str]]:
