@@ -165,14 +165,17 @@ def test_a_persons_habit_is_named_by_its_verb(embedder: Embedder) -> None:
     stays a fact of its own."""
     _holds("habits", embedder, precision=1.0, recall=0.7)
     S, D = Verdict.SUPERSEDES, Verdict.DISTINCT
-    assert claim("I drive a Toyota Corolla.").verb == "household:drive"
-    assert claim("Got it, you drive a Kia Niro now.").verb == "household:drive"
-    assert claim("We live in Leeds.").verb == "household:live"
+    assert claim("I drive a Toyota Corolla.").verb == "household:drive:a"
+    assert claim("Got it, you drive a Kia Niro now.").verb == "household:drive:a"
+    assert claim("We live in Leeds.").verb == "household:live:in"
     assert claim("My sister drives a Kia Niro.").verb == ""
     assert claim("I'm vegan.").verb == claim("We have a Kia Niro.").verb == ""
     assert compare("I drive a Kia Niro now.", "I drive a Toyota Corolla.")[0] == S
     assert compare("I drive a Kia Niro.", "I drive a Toyota Corolla.")[0] == D
     assert compare("He drives a Kia Niro now.", "I drive a Toyota Corolla.")[0] == D
+    # the value joined to the verb another way is another habit of it
+    assert compare("I drive to work now.", "I drive a Toyota Corolla.")[0] == D
+    assert compare("I drive to work now.", "I drive a Ford.")[0] == D
     assert compare("I take the 17:50 train home.", "I take the 7:42 train to work.")[0] == D
 
 

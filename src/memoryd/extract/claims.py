@@ -178,7 +178,7 @@ class Claim:
     subject: set[str] = field(default_factory=set)  # the other words, on the subject side
     multi: bool = False  # its relation holds many values (uses, prefers)
     changes: bool = False  # it says a value changed (moved, now, instead, ...)
-    # the habit or state a pronoun's verb names ("I drive ...": "household:drive"), or ""
+    # the habit or state a pronoun's verb names ("I drive a ...": "household:drive:a"), or ""
     verb: str = ""
     standing: bool = False  # an order from now on ("Book easyJet from now on")
 
@@ -370,6 +370,8 @@ _CONTRACTED_BE = frozenset(["m", "re", "s"])  # "I'm vegan", "we're with EDF", "
 #: Who a pronoun is, as far as a fact's subject goes: the user speaks of "I" and "we", the
 #: assistant says "you" of the user; anyone else is another subject.
 _PERSON = {"i": "household", "we": "household", "you": "household"}
+#: Words that join a habit's verb to its value ("live in", "bank with", "drive to").
+_LINKS = frozenset("in at to with for on from by into near".split())  # noqa: SIM905
 #: Verbs too general to name what a value is of ("I have a Honda", "we got a new router").
 _GENERAL_VERBS = frozenset("have has had get gets got go goes gone do does did".split())  # noqa: SIM905
 
@@ -402,9 +404,10 @@ def _pronoun_verb(raw: list[str]) -> int | None:
 
 
 def _habit(raw: list[str], pivot: int) -> str:
-    """:attr:`Claim.verb` of the verb at ``pivot`` when a pronoun says it: who and what
-    ("household:drive" for "I drive", "you drive" and "we drive"); "" for a form of "be",
-    a general verb, or a verb of a named subject."""
+    """:attr:`Claim.verb` of the verb at ``pivot`` when a pronoun says it: who, what and
+    how its value follows ("household:drive:a" for "I drive a ...", "you drive a ..." and
+    "we drive a ..."; "household:live:in"); "" for a form of "be", a general verb, or a
+    verb of a named subject."""
     low = raw[pivot].casefold()
     if low in _CONTRACTED_BE or low in _BE or low in _GENERAL_VERBS:
         return ""
@@ -414,7 +417,10 @@ def _habit(raw: list[str], pivot: int) -> str:
     who = raw[k].casefold() if k >= 0 else ""
     if who not in _PRONOUNS:
         return ""
-    return f"{_PERSON.get(who, who)}:{_stem(_norm(low))}"
+    # and how the value follows it: "drive a Kia Niro" and "drive to work" are two habits
+    after = raw[pivot + 1].casefold() if pivot + 1 < len(raw) else ""
+    how = "a" if after in _ARTICLES else after if after in _LINKS else ""
+    return f"{_PERSON.get(who, who)}:{_stem(_norm(low))}:{how}"
 
 
 #: A clause that says a value ended: "No more flat white, ...", "Dr. Okoye retired, so
