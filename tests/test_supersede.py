@@ -173,6 +173,9 @@ def test_a_persons_habit_is_named_by_its_verb(embedder: Embedder) -> None:
     assert compare("I drive a Kia Niro now.", "I drive a Toyota Corolla.")[0] == S
     assert compare("I drive a Kia Niro.", "I drive a Toyota Corolla.")[0] == D
     assert compare("He drives a Kia Niro now.", "I drive a Toyota Corolla.")[0] == D
+    # the speaker's habit is not already said by a memory of someone else's
+    assert compare("I drive a Kia Niro now.", "My sister drives a Kia Niro now.")[0] == D
+    assert compare("I drive a Kia Niro.", "Noted, you drive a Kia Niro.")[0] == Verdict.SAME
     # the value joined to the verb another way is another habit of it
     assert compare("I drive to work now.", "I drive a Toyota Corolla.")[0] == D
     assert compare("I drive to work now.", "I drive a Ford.")[0] == D

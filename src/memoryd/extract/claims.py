@@ -888,6 +888,10 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
         return Verdict.DISTINCT, "says more than the memory"
     if replaced:
         return Verdict.SUPERSEDES, "same subject, the value replaced"
+    # the speaker's own habit is not said by a memory about someone or something else ("I
+    # drive a Kia Niro now" / "My sister drives a Kia Niro now")
+    if n.verb.startswith(f"{_PERSON['i']}:") and not o.verb and o.subject - n.words:
+        return Verdict.DISTINCT, "the speaker's own, not the memory's subject"
     return Verdict.SAME, "already said"
 
 
