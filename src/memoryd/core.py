@@ -562,7 +562,7 @@ class Memory:
                 past = self._older_values(vector, scope)
                 seen = {i for i, _ in hits}
                 heads = [i for i in past if i not in seen]
-                if heads:  # the current values of those chains, as far as the fact is
+                if heads:  # the current values of those chains, with how close each is
                     scores = self.store.vector_scores(vector, heads)
                     hits += [(i, scores.get(i, 0.0)) for i in heads]
                 found = {r.id: r for r in self.store.get_many([i for i, _ in hits])}

@@ -369,7 +369,8 @@ _BETWEEN = frozenset(
 _CONTRACTED_BE = frozenset(["m", "re", "s"])  # "I'm vegan", "we're with EDF", "it's Padella"
 #: Who a pronoun is, as far as a fact's subject goes: the user speaks of "I" and "we", the
 #: assistant says "you" of the user; anyone else is another subject.
-_PERSON = {"i": "household", "we": "household", "you": "household"}
+_HOUSEHOLD = "household"
+_PERSON = {"i": _HOUSEHOLD, "we": _HOUSEHOLD, "you": _HOUSEHOLD}
 #: Words that join a habit's verb to its value ("live in", "bank with", "drive to").
 _LINKS = frozenset("in at to with for on from by into near".split())  # noqa: SIM905
 #: Verbs too general to name what a value is of ("I have a Honda", "we got a new router").
@@ -890,7 +891,7 @@ def _compare(new: str, old: str, similarity: float, same_at: float) -> tuple[Ver
         return Verdict.SUPERSEDES, "same subject, the value replaced"
     # the speaker's own habit is not said by a memory about someone or something else ("I
     # drive a Kia Niro now" / "My sister drives a Kia Niro now")
-    if n.verb.startswith(f"{_PERSON['i']}:") and not o.verb and o.subject - n.words:
+    if n.verb.startswith(f"{_HOUSEHOLD}:") and not o.verb and o.subject - n.words:
         return Verdict.DISTINCT, "the speaker's own, not the memory's subject"
     return Verdict.SAME, "already said"
 
