@@ -558,13 +558,8 @@ class Memory:
                 if same:  # already stored verbatim: no need to ask anyone
                     events[n] = MemoryEvent(id=same[0].id, memory=fact, event=Event.NONE)
                     continue
-                hits = self._candidates(fact, vector, scope)
                 past = self._older_values(vector, scope)
-                seen = {i for i, _ in hits}
-                heads = [i for i in past if i not in seen]
-                if heads:  # the current values of those chains, with how close each is
-                    scores = self.store.vector_scores(vector, heads)
-                    hits += [(i, scores.get(i, 0.0)) for i in heads]
+                hits = self._candidates(fact, vector, scope, also=list(past))
                 found = {r.id: r for r in self.store.get_many([i for i, _ in hits])}
                 similar = [
                     (
@@ -829,21 +824,22 @@ class Memory:
         return self.store.get_many(ids) if ids else []
 
     def _candidates(
-        self, fact: str, vector: np.ndarray, scope: Filters
+        self, fact: str, vector: np.ndarray, scope: Filters, also: Sequence[str] = ()
     ) -> builtins.list[tuple[str, float]]:
         """The memories a new fact is compared with: the closest in meaning, then those
-        that share its words (a change said in other words), each with its cosine."""
+        that share its words (a change said in other words), then ``also`` (the current
+        values of chains whose older values are close: :meth:`_older_values`), each with
+        its cosine."""
         s = self.settings.extract
         hits = self.store.vector_search(vector, scope, s.candidates_per_fact)
-        if s.keyword_candidates <= 0:
-            return hits
         seen = {i for i, _ in hits}
-        more = [
-            i
-            for i, _ in self.store.keyword_search(fact, scope, s.keyword_candidates)
-            if i not in seen
-        ]
-        if more:
+        words = (
+            self.store.keyword_search(fact, scope, s.keyword_candidates)
+            if s.keyword_candidates > 0
+            else []
+        )
+        more = list(dict.fromkeys(i for i in [*(i for i, _ in words), *also] if i not in seen))
+        if more:  # scored together: one read
             scores = self.store.vector_scores(vector, more)
             hits += [(i, scores.get(i, 0.0)) for i in more]
         return hits
