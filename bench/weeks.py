@@ -304,6 +304,8 @@ class Run:
         ][:8]  # fmt: skip
         stable = {}
         for s in self.sc.stable:
+            if not s.said_by(at):
+                continue  # not said yet: nothing to keep intact
             api = self.srv.search(s.agent, s.query)
             files = self.srv.memory_search(s.agent, s.query)
             stable[s.key] = {

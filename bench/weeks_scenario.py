@@ -63,6 +63,10 @@ class StableFact:
     agent: str
     query: str
     token: str
+    first_said: datetime | None = None  # not judged before it is said
+
+    def said_by(self, at: datetime) -> bool:
+        return self.first_said is not None and self.first_said <= at
 
 
 @dataclass
@@ -157,7 +161,10 @@ class Scenario:
                  "values": [(t.isoformat(), v) for t, v in f.values]}
                 for f in self.facts
             ],
-            "similar": [asdict(s) for s in self.stable],
+            "similar": [
+                {**asdict(s), "first_said": s.first_said and s.first_said.isoformat()}
+                for s in self.stable
+            ],
             "tasks": [
                 {**asdict(t), "given_at": t.given_at.isoformat(),
                  "done_at": t.done_at and t.done_at.isoformat()}
@@ -1861,9 +1868,9 @@ def generate(seed: int = 1, variant: str = "eng", weeks: int = 5) -> Scenario:
 
     stable = []
     for key, agent, query, u, a, token in STABLE[variant]:
-        stable.append(StableFact(key, agent, query, token))
-        for d in rng.sample(workdays, k=min(3, len(workdays))):
-            ex.append(Exchange(_at(rng, day_of[d]), agent, u, a, "stable", key))
+        said = [_at(rng, day_of[d]) for d in rng.sample(workdays, k=min(3, len(workdays)))]
+        stable.append(StableFact(key, agent, query, token, min(said, default=None)))
+        ex += [Exchange(t, agent, u, a, "stable", key) for t in said]
 
     # tasks: given on a workday, most finished two to six days later
     tasks: list[Task] = []

@@ -81,6 +81,13 @@ def test_both_wordings_of_a_task_close_and_a_statement_may_say_more() -> None:
         ("bench", "Benchmark the new search ranking before the demo on Friday."),
     ])  # fmt: skip
     assert not match_tasks("I'll renew the certificate later today.", cert)
+    # the promise is one to remind, and names less than the request ("I'll" names nothing)
+    plumber = [
+        ("asked", "Call the plumber about the leaking tap tomorrow."),
+        ("promised", "OK, I'll remind you to call the plumber tomorrow."),
+    ]
+    found = match_tasks("Called the plumber, he comes on Thursday to fix the tap.", plumber)
+    assert sorted(m.task_id for m in found) == ["asked", "promised"]
 
 
 @pytest.fixture
@@ -98,6 +105,14 @@ def mem(settings: Settings, embedder: Embedder, clock: FixedClock) -> Iterator[M
     m = Memory(settings, embedder=embedder, clock=clock)
     yield m
     m.close()
+
+
+def dream_after(mem: Memory, settings: Settings, clock: FixedClock, agent: str, said: list[str]) -> int:  # fmt: skip
+    """Write ``said`` to ``agent``'s diary of 2026-03-21, run that night's dream: how many
+    tasks it closed."""
+    write_section(workspace(settings, agent), "2026-03-21", "16:00", said)
+    clock.now = datetime.fromisoformat("2026-03-22T02:00:00+00:00")
+    return int(run_pipeline(mem, "dream").counts["tasks_closed"])
 
 
 def active_tasks(mem: Memory) -> list[str]:
@@ -218,7 +233,6 @@ def test_work_stored_under_its_topic_closes_too_and_facts_do_not(
     assert wants_doing("system", "Will do, I'll rotate the AWS access keys before Friday.")
     assert wants_doing(None, "Renew the TLS certificate for api.orion.dev before the 20th.")
     assert not wants_doing(None, "The staging cluster runs Kubernetes 1.31.")
-    root = workspace(settings, "ops")
     ids = {
         text: mem.add(text, user_id="default", agent_id="ops", category=cat, metadata=meta)[0].id
         for text, cat, meta in [
@@ -228,20 +242,49 @@ def test_work_stored_under_its_topic_closes_too_and_facts_do_not(
             ("Rotate the AWS access keys before every audit.", None, {"evergreen": True}),
         ]
     }
-    write_section(root, "2026-03-21", "16:00", [
+    closed = dream_after(mem, settings, clock, "ops", [
         "**user**: Rotated the AWS access keys; the old ones are revoked.",
         "**user**: The staging cluster is upgraded to Kubernetes 1.31.",
     ])  # fmt: skip
-    clock.now = datetime.fromisoformat("2026-03-22T02:00:00+00:00")
-    run = run_pipeline(mem, "dream")
-    assert run.counts["tasks_closed"] == 2
+    assert closed == 2
     states = {text: mem.get(mid).state for text, mid in ids.items()}
     assert list(states.values()) == [State.ARCHIVED, State.ARCHIVED, State.ACTIVE, State.ACTIVE]
+
+
+def test_work_due_before_an_event_closes_and_a_rule_for_every_event_does_not(
+    mem: Memory, settings: Settings, clock: FixedClock
+) -> None:
+    """ "Fix the flaky test before the release" has no date, yet it is work to do: once
+    fixed it is closed, not kept as a fact that the test is still to fix (weeks, eng seed
+    21: it stayed open for the run's last four days). A rule for every merge is no task,
+    and a report that the work was done once does not close it."""
+    from memoryd.extract.tasks import wants_doing
+
+    due = [
+        "Fix the flaky test test_refund_rounding before the release.",
+        "Scan the staging tables for PII before the audit.",
+        "Benchmark the new search ranking before the demo on Friday.",
+    ]
+    rule = "Always rebase onto main before the merge."
+    assert all(wants_doing(None, t) for t in due) and not wants_doing(None, rule)
+    ids = {t: mem.add(t, user_id="default", agent_id="dev")[0].id for t in [*due, rule]}
+    closed = dream_after(mem, settings, clock, "dev", [
+        "**user**: Fixed the flaky test_refund_rounding, it was a timezone assumption.",
+        "**assistant**: Scanned the staging tables for PII; none found.",
+        "**user**: Rebased onto main, the merge is clean.",
+    ])  # fmt: skip
+    assert closed == 2
+    states = [mem.get(ids[t]).state for t in [*due, rule]]
+    assert states == [State.ARCHIVED, State.ARCHIVED, State.ACTIVE, State.ACTIVE]
 
 
 @pytest.mark.parametrize(
     "fact",
     [
+        # a rule or a state before an event, not work due before it
+        "Rotate the AWS access keys before every audit.",
+        "Deploys are frozen before the release.",
+        "Run the integration tests before merging.",
         # when a fact starts to hold is not a deadline
         "Alerts post in #data-alerts from today, not #pipeline-alerts.",
         "Nightly ETL is at 3:50 UTC from today.",
@@ -264,7 +307,6 @@ def test_a_statement_does_not_close_a_fact_that_says_since_when(
     """A fact ("Alerts post in #data-alerts from today") is not closed by the report that later
     names #data-alerts does not close it as if it were done work (it was archived, and the
     change to the next channel then had nothing current to supersede)."""
-    root = workspace(settings, "ops")
     ids = [
         mem.add(text, user_id="default", agent_id="ops")[0].id
         for text in (
@@ -273,12 +315,10 @@ def test_a_statement_does_not_close_a_fact_that_says_since_when(
             "Deploy the ETL fix by Friday.",
         )
     ]
-    write_section(root, "2026-03-21", "16:00", [
+    closed = dream_after(mem, settings, clock, "ops", [
         "**assistant**: It was posted to #data-alerts, the pipeline alerts channel, at 04:12.",
         "**user**: The nightly ETL started at 3:50 UTC and finished late.",
         "**user**: Deployed the ETL fix.",
     ])  # fmt: skip
-    clock.now = datetime.fromisoformat("2026-03-22T02:00:00+00:00")
-    run = run_pipeline(mem, "dream")
-    assert run.counts["tasks_closed"] == 1
+    assert closed == 1
     assert [mem.get(i).state for i in ids] == [State.ACTIVE, State.ACTIVE, State.ARCHIVED]

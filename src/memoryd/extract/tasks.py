@@ -89,7 +89,8 @@ _NOT_WORK = frozenset(
     related used supposed interested excited tired worried surprised scheduled planned
     expected asked""".split()  # noqa: SIM905
 )
-#: Words that say when or how urgent, not what: never the shared object of a match.
+#: Words that say when or how urgent, not what: never the shared object of a match ("ll" and
+#: "ve" are what is left of "I'll" and "we've").
 _NOT_OBJECT = frozenset(
     """the a an and or of to for on in at by with from this that these those it its our my
     your their his her we i you they he she me us them is are was were be been being has
@@ -98,7 +99,8 @@ _NOT_OBJECT = frozenset(
     next last soon now later please need needs needed must should will remind reminder
     todo to-do task tasks finally just all also already up out off over again
     finished completed complete wrapped took taken care closed ticked checked
-    confirmed great thanks thank good ok okay sure noted yes cool nice perfect""".split()  # noqa: SIM905
+    confirmed great thanks thank good ok okay sure noted yes cool nice perfect about
+    ll ve re""".split()  # noqa: SIM905
 )
 
 
@@ -298,6 +300,17 @@ _DEADLINE = re.compile(
     r"this week|next week|tomorrow|tonight|today|eod|end of)",
     re.I,
 )
+#: ... or before an event ("Fix the flaky test before the release", "Scan the tables for PII
+#: before the audit"): one event, not a standing rule ("Rotate the keys before every audit",
+#: "Always rebase before the merge") or an action ("before merging")
+_BEFORE_EVENT = re.compile(r"\bbefore (?:the|our|my|this|next) [a-z]+\b(?<!ing)", re.I)
+#: a subject's verb second ("Deploys are frozen before the release"): not an imperative
+_STATED = frozenset("is are was were has have had will can should must may might".split())  # noqa: SIM905
+_STANDING = re.compile(
+    r"\b(?:always|never|every|each|whenever|from now on|going forward|by default"
+    r"|in (?:the )?future)\b",
+    re.I,
+)
 _NOT_IMPERATIVE = frozenset(
     """the a an this that these those it its we i you they he she our my your their there
     here all every each some no on in at for from after before when if ok okay noted sure
@@ -308,14 +321,21 @@ _NOT_IMPERATIVE = frozenset(
 def wants_doing(category: str | None, text: str) -> bool:
     """Work still to do, however it was stored: a task (:func:`is_task`), any text with a
     to-do marker, a promise ("I'll renew the certificate"), or an imperative with a
-    deadline ("Upgrade the staging cluster to 1.31 this week"). Facts classed by their
+    deadline ("Upgrade the staging cluster to 1.31 this week") or before an event ("Fix the
+    flaky test before the release"). Facts classed by their
     topic (a task that names AWS is stored as ``system``) are found this way too."""
     if is_task(category, text) or markers(text)["tasks"] or _PROMISE.search(text):
         return True
     first = _tokens(text)[:1]
     if not first or first[0].lower() in _NOT_IMPERATIVE:
         return False
-    return bool(_DEADLINE.search(STARTS.sub(" ", text)))
+    rest = STARTS.sub(" ", text)
+    if _DEADLINE.search(rest):
+        return True
+    second = _tokens(text)[1:2]
+    if second and second[0].lower() in _STATED:
+        return False
+    return bool(_BEFORE_EVENT.search(rest)) and not _STANDING.search(text)
 
 
 def is_closed(metadata: dict[str, Any]) -> bool:
