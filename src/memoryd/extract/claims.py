@@ -227,6 +227,11 @@ def value_kind(token: str) -> str:
     return "id"
 
 
+#: A ticket's or a pull request's key ("PAY-470", "#482"): wherever it stands it names what
+#: the sentence is about, never a value that another key replaces. "Release notes for
+#: PAY-470: ... fixed timezone handling ..." and the same for API-932 are two facts, though
+#: "timezone" reads as an attribute and the keys as its two values.
+_TICKET = re.compile(r"[A-Z][A-Z0-9]*-\d+|#\d+")
 #: An acknowledgement in front of a fact ("Noted, ...", "Got it: ..."): not part of it.
 _ACK_PREFIX = re.compile(
     r"^\s*(?:(?:ok(?:ay)?|sure|noted|got it|understood|great|yes|yep|right|perfect|thanks"
@@ -592,6 +597,8 @@ def claim(text: str) -> Claim:
             on_subject_side = pivot is not None and (n > pivot if inverse else n < pivot)
             if on_subject_side and value_kind(t) in ("id", "name") and t not in _DAYS:
                 c.names.add(t)
+            elif _TICKET.fullmatch(token):
+                c.names.add(t)  # "Release notes for PAY-470: ...", "The OPS-612 review ..."
         elif t in _QUALIFIERS or token in _UPPER_QUALIFIERS:
             c.qualifiers.add(t)
         elif t in _ATTRIBUTES:
