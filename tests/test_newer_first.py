@@ -279,6 +279,8 @@ def test_a_statement_comes_before_a_request_or_question_scored_close_above_it() 
     assert not asks_for("Book easyJet from now on, I joined their loyalty scheme.")  # a rule
     assert not asks_for("Set my weekday alarm for 6:10.")  # not an errand verb; a value
     assert not asks_for("Book the 7:30 pm spin class.")  # it states a value
+    # a ticket's key names what the errand is about: it is no value the errand sets
+    assert asks_for("Draft the release notes for ticket PAY-465.")
     # chit-chat answers nothing either
     chat = "- **user**: Such a sunny day, I might work from the park later."
     lesson = "Yes, she has her swimming lesson on Saturday."

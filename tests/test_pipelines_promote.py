@@ -556,6 +556,10 @@ def test_what_cannot_stand_as_a_fact() -> None:
     # a request is chit-chat to the extractor too (memoryd.extract.noise)
     assert not_promotable("Send me today's data quality report.") == "chit-chat"
     assert not_promotable("Let's look at the flaky test.") == "a copied request or question"
+    # an errand about a ticket (weeks, eng seed 1: once the day's release notes stopped
+    # replacing each other, "Draft the release notes for ticket API-604." was promoted)
+    for errand in ("Draft the release notes for ticket API-604.", "Review PR #482."):
+        assert not_promotable(errand) == "a copied request or question", errand
     assert not_promotable("Onboard Nadia to the dbt project by Tuesday.") == (
         "a task, not a lasting fact"
     )

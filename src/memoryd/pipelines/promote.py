@@ -86,6 +86,7 @@ from memoryd.pipelines.promoted_block import (
 from memoryd.pipelines.registry import PipelineContext, RunResult, pipeline
 from memoryd.pipelines.sections import plain_text
 from memoryd.recall import Recall, is_diary_chunk, summaries
+from memoryd.search.current import asks_for
 from memoryd.settings import PromoteSettings
 from memoryd.workspace import Workspace
 from memoryd.workspace.files import SkippedFile, append_section, read_markdown, split_lines
@@ -310,7 +311,7 @@ def not_promotable(text: str) -> str | None:
         return "a table row without its header"
     if is_chitchat(text):
         return "chit-chat"
-    if text.rstrip().endswith("?") or _REQUEST.match(text.strip()):
+    if text.rstrip().endswith("?") or _REQUEST.match(text.strip()) or asks_for(text):
         return "a copied request or question"
     if _PROMISE.search(text):
         return "a promise, not a fact"

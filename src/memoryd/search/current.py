@@ -343,7 +343,10 @@ def asks_for(text: str) -> bool:
     body = without_speaker(text).strip()
     if not (body.endswith("?") or _ASKING.match(body)) or "\n" in body:
         return False  # most hits: no question, no request (and no claim to parse)
-    return not (claim(body).values or _STANDING.search(body))
+    said = claim(body)
+    # a ticket's key names what the request is about, not a value it sets ("Draft the
+    # release notes for ticket PAY-465.")
+    return not (said.values - said.names or _STANDING.search(body))
 
 
 def stating_first(
