@@ -326,14 +326,13 @@ def wants_doing(category: str | None, text: str) -> bool:
     topic (a task that names AWS is stored as ``system``) are found this way too."""
     if is_task(category, text) or markers(text)["tasks"] or _PROMISE.search(text):
         return True
-    first = _tokens(text)[:1]
-    if not first or first[0].lower() in _NOT_IMPERATIVE:
+    tokens = [t.lower() for t in _tokens(text)[:2]]
+    if not tokens or tokens[0] in _NOT_IMPERATIVE:
         return False
     rest = STARTS.sub(" ", text)
     if _DEADLINE.search(rest):
         return True
-    second = _tokens(text)[1:2]
-    if second and second[0].lower() in _STATED:
+    if tokens[1:] and tokens[1] in _STATED:
         return False
     return bool(_BEFORE_EVENT.search(rest)) and not _STANDING.search(text)
 
